@@ -1,0 +1,12 @@
+//! Every decision an Ankusa edge makes, with no host attached.
+//!
+//! Nothing here touches a clock, a socket or proxy-wasm: "now" and randomness
+//! are arguments, shared state sits behind a compare-and-swap trait. The filter
+//! links this crate into wasm, the store service natively, and its tests run in
+//! both (`wasm-bindgen-test` under Node).
+//!
+//! - [`wire`]: the JSON between filter and store.
+//! - [`gcra`]: the rate-limit arithmetic.
+
+pub mod gcra;
+pub mod wire;

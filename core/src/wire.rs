@@ -1,0 +1,417 @@
+//! The JSON spoken between the filter and the store service.
+//!
+//! `POST /v1/hit` carries a [`HitRequest`] and answers a [`HitAnswer`];
+//! `POST /v1/settle` carries a [`SettleRequest`] and answers a [`SettleAnswer`];
+//! `POST /v1/reset` carries a [`ResetRequest`]. Any refusal is an [`ErrorBody`].
+//! Both sides use these types, so the two can't drift apart; the store checks
+//! every request with `validate` before it touches Redis.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Request header carrying the caller's remaining budget in whole ms.
+pub const BUDGET_HEADER: &str = "x-ankusa-budget-ms";
+
+/// Longest tenant name, source id or node id accepted on the wire (bytes).
+pub const MAX_NAME_LEN: usize = 64;
+/// Longest event key accepted on the wire (bytes); longer keys are hashed by
+/// the filter before they are sent (see [`crate::event_key`]).
+pub const MAX_KEY_LEN: usize = 200;
+/// Longest hook id accepted on the wire (bytes).
+pub const MAX_HOOK_ID_LEN: usize = 64;
+/// Most operations one settle request may carry.
+pub const MAX_SETTLE_OPS: usize = 10_000;
+
+/// Which bucket of a tenant a charge draws on.
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[serde(rename_all = "snake_case")]
+pub enum ChargeKind {
+    /// One per hook.
+    Hooks,
+    /// One per body byte.
+    Bytes,
+}
+
+impl ChargeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChargeKind::Hooks => "hooks",
+            ChargeKind::Bytes => "bytes",
+        }
+    }
+}
+
+/// One GCRA bucket to charge.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Charge {
+    pub kind: ChargeKind,
+    pub tenant: String,
+    /// µs of the bucket this hook spends: `n × T`.
+    pub increment_us: u64,
+    /// µs the bucket holds: `burst × T`; never below `increment_us`.
+    pub capacity_us: u64,
+}
+
+/// A provider event key to claim for one hook.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    pub tenant: String,
+    pub source_id: String,
+    pub key: String,
+    pub hook_id: String,
+    pub node: String,
+    /// How long the key stays committed once the hook is durable (ms).
+    pub ttl_ms: u64,
+    /// How long the key may stay pending before it expires on its own (ms).
+    pub pending_ttl_ms: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct HitRequest {
+    pub charges: Vec<Charge>,
+    pub claim: Option<Claim>,
+}
+
+/// The store's answer to a hit.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum HitAnswer {
+    /// Every charge was taken; the claim, if any, is now this hook's (pending).
+    Ok,
+    /// The key is committed under `hook_id`: the hook is already stored.
+    Duplicate { hook_id: String },
+    /// Another hook holds the key and is not durable yet.
+    Pending { retry_after_ms: u64 },
+    /// A charge was denied; nothing was written.
+    RateLimited { retry_after_ms: u64 },
+}
+
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SettleOp {
+    /// The hook is durable: commit the key under `hook_id` for `claim.ttl_ms`.
+    Promote { claim: Claim, hook_id: String },
+    /// Nothing was stored: delete the key if `claim.hook_id` still holds it.
+    Release { claim: Claim },
+}
+
+impl SettleOp {
+    pub fn claim(&self) -> &Claim {
+        match self {
+            SettleOp::Promote { claim, .. } | SettleOp::Release { claim } => claim,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct SettleRequest {
+    pub ops: Vec<SettleOp>,
+}
+
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+pub struct SettleAnswer {
+    /// Operations applied to Redis (all of them, on success).
+    pub applied: usize,
+}
+
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct ResetRequest {
+    pub tenant: String,
+}
+
+/// Every non-2xx answer of the store: a stable `error` code and a sentence.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+pub struct ErrorBody {
+    pub error: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// A request that parsed but makes no sense; names the field and the value.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct WireError {
+    pub field: String,
+    pub problem: String,
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.problem)
+    }
+}
+
+impl std::error::Error for WireError {}
+
+fn invalid(field: impl Into<String>, problem: impl Into<String>) -> WireError {
+    WireError { field: field.into(), problem: problem.into() }
+}
+
+/// A tenant, source or node name: 1..=64 bytes of `[A-Za-z0-9_.-]`.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+fn check_name(field: &str, value: &str) -> Result<(), WireError> {
+    if is_valid_name(value) {
+        Ok(())
+    } else {
+        Err(invalid(
+            field,
+            format!("{value:?} is not 1 to {MAX_NAME_LEN} characters of [A-Za-z0-9_.-]"),
+        ))
+    }
+}
+
+fn check_positive(field: &str, value: u64) -> Result<(), WireError> {
+    if value == 0 {
+        Err(invalid(field, "must be greater than 0"))
+    } else {
+        Ok(())
+    }
+}
+
+impl Charge {
+    pub fn validate(&self, field: &str) -> Result<(), WireError> {
+        check_name(&format!("{field}.tenant"), &self.tenant)?;
+        check_positive(&format!("{field}.increment_us"), self.increment_us)?;
+        check_positive(&format!("{field}.capacity_us"), self.capacity_us)?;
+        if self.capacity_us < self.increment_us {
+            return Err(invalid(
+                format!("{field}.capacity_us"),
+                format!(
+                    "{} is below increment_us {}: the charge could never be admitted",
+                    self.capacity_us, self.increment_us
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Claim {
+    pub fn validate(&self, field: &str) -> Result<(), WireError> {
+        check_name(&format!("{field}.tenant"), &self.tenant)?;
+        check_name(&format!("{field}.source_id"), &self.source_id)?;
+        check_name(&format!("{field}.node"), &self.node)?;
+        if self.key.is_empty() || self.key.len() > MAX_KEY_LEN {
+            return Err(invalid(
+                format!("{field}.key"),
+                format!("must be 1 to {MAX_KEY_LEN} bytes, got {}", self.key.len()),
+            ));
+        }
+        check_hook_id(&format!("{field}.hook_id"), &self.hook_id)?;
+        check_positive(&format!("{field}.ttl_ms"), self.ttl_ms)?;
+        check_positive(&format!("{field}.pending_ttl_ms"), self.pending_ttl_ms)?;
+        Ok(())
+    }
+}
+
+fn check_hook_id(field: &str, id: &str) -> Result<(), WireError> {
+    if id.is_empty()
+        || id.len() > MAX_HOOK_ID_LEN
+        || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(invalid(
+            field,
+            format!("{id:?} is not 1 to {MAX_HOOK_ID_LEN} characters of [A-Za-z0-9_-]"),
+        ));
+    }
+    Ok(())
+}
+
+impl HitRequest {
+    /// Every charge and the claim must name one tenant: its keys share one
+    /// hash tag, so one script touches one Redis Cluster slot.
+    pub fn validate(&self) -> Result<(), WireError> {
+        if self.charges.is_empty() && self.claim.is_none() {
+            return Err(invalid("charges", "is empty and there is no claim: nothing to do"));
+        }
+        if self.charges.len() > 2 {
+            return Err(invalid(
+                "charges",
+                format!("has {} entries; at most 2 (hooks and bytes)", self.charges.len()),
+            ));
+        }
+        for (i, charge) in self.charges.iter().enumerate() {
+            charge.validate(&format!("charges[{i}]"))?;
+        }
+        if let Some(claim) = &self.claim {
+            claim.validate("claim")?;
+        }
+        let tenant = self.tenant().unwrap_or_default();
+        for (i, charge) in self.charges.iter().enumerate() {
+            if charge.tenant != tenant {
+                return Err(invalid(
+                    format!("charges[{i}].tenant"),
+                    format!("{:?} differs from {tenant:?}: one hit is one tenant", charge.tenant),
+                ));
+            }
+        }
+        if let [a, b] = self.charges.as_slice() {
+            if a.kind == b.kind {
+                return Err(invalid(
+                    "charges[1].kind",
+                    format!("{:?} is charged twice", a.kind.as_str()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The one tenant this hit is about.
+    pub fn tenant(&self) -> Option<&str> {
+        self.claim
+            .as_ref()
+            .map(|c| c.tenant.as_str())
+            .or_else(|| self.charges.first().map(|c| c.tenant.as_str()))
+    }
+}
+
+impl SettleRequest {
+    pub fn validate(&self) -> Result<(), WireError> {
+        if self.ops.len() > MAX_SETTLE_OPS {
+            return Err(invalid(
+                "ops",
+                format!("has {} entries; at most {MAX_SETTLE_OPS}", self.ops.len()),
+            ));
+        }
+        for (i, op) in self.ops.iter().enumerate() {
+            op.claim().validate(&format!("ops[{i}].claim"))?;
+            if let SettleOp::Promote { hook_id, .. } = op {
+                check_hook_id(&format!("ops[{i}].hook_id"), hook_id)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ResetRequest {
+    pub fn validate(&self) -> Result<(), WireError> {
+        check_name("tenant", &self.tenant)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    fn claim() -> Claim {
+        Claim {
+            tenant: "acme".into(),
+            source_id: "gh".into(),
+            key: "delivery-1".into(),
+            hook_id: "0190a5b2-7c1d-7aaa-8bbb-0123456789ab".into(),
+            node: "edge-1".into(),
+            ttl_ms: 259_200_000,
+            pending_ttl_ms: 30_000,
+        }
+    }
+
+    fn charge(kind: ChargeKind) -> Charge {
+        Charge { kind, tenant: "acme".into(), increment_us: 2_000, capacity_us: 200_000 }
+    }
+
+    #[test]
+    fn hit_request_round_trips_in_the_documented_shape() {
+        let req = HitRequest { charges: vec![charge(ChargeKind::Hooks)], claim: Some(claim()) };
+        let json = serde_json::to_value(&req).unwrap();
+        assert_eq!(json["charges"][0]["kind"], "hooks");
+        assert_eq!(json["claim"]["source_id"], "gh");
+        assert_eq!(serde_json::from_value::<HitRequest>(json).unwrap(), req);
+    }
+
+    #[test]
+    fn answers_are_tagged_by_result() {
+        let cases = [
+            (HitAnswer::Ok, r#"{"result":"ok"}"#),
+            (HitAnswer::Duplicate { hook_id: "h1".into() }, r#"{"result":"duplicate","hook_id":"h1"}"#),
+            (HitAnswer::Pending { retry_after_ms: 7 }, r#"{"result":"pending","retry_after_ms":7}"#),
+            (
+                HitAnswer::RateLimited { retry_after_ms: 9 },
+                r#"{"result":"rate_limited","retry_after_ms":9}"#,
+            ),
+        ];
+        for (answer, text) in cases {
+            assert_eq!(serde_json::to_string(&answer).unwrap(), text);
+            assert_eq!(serde_json::from_str::<HitAnswer>(text).unwrap(), answer);
+        }
+    }
+
+    #[test]
+    fn settle_ops_are_tagged_by_op() {
+        let text = serde_json::to_string(&SettleRequest {
+            ops: vec![
+                SettleOp::Promote { claim: claim(), hook_id: "h2".into() },
+                SettleOp::Release { claim: claim() },
+            ],
+        })
+        .unwrap();
+        assert!(text.contains(r#""op":"promote""#) && text.contains(r#""op":"release""#));
+    }
+
+    #[test]
+    fn capacity_below_increment_is_refused_naming_the_field() {
+        let mut c = charge(ChargeKind::Bytes);
+        c.capacity_us = 10;
+        let req = HitRequest { charges: vec![c], claim: None };
+        assert_eq!(
+            req.validate().unwrap_err().to_string(),
+            "charges[0].capacity_us: 10 is below increment_us 2000: the charge could never be admitted"
+        );
+    }
+
+    #[test]
+    fn zero_increment_and_empty_names_are_refused() {
+        let mut c = charge(ChargeKind::Hooks);
+        c.increment_us = 0;
+        let err = HitRequest { charges: vec![c], claim: None }.validate().unwrap_err();
+        assert_eq!(err.field, "charges[0].increment_us");
+        let mut cl = claim();
+        cl.key.clear();
+        let err = HitRequest { charges: vec![], claim: Some(cl) }.validate().unwrap_err();
+        assert_eq!(err.to_string(), "claim.key: must be 1 to 200 bytes, got 0");
+        let mut cl = claim();
+        cl.tenant.clear();
+        let err = HitRequest { charges: vec![], claim: Some(cl) }.validate().unwrap_err();
+        assert_eq!(err.field, "claim.tenant");
+    }
+
+    #[test]
+    fn one_hit_is_one_tenant() {
+        let mut other = charge(ChargeKind::Bytes);
+        other.tenant = "globex".into();
+        let req = HitRequest { charges: vec![charge(ChargeKind::Hooks), other], claim: None };
+        assert_eq!(req.validate().unwrap_err().field, "charges[1].tenant");
+        let req = HitRequest {
+            charges: vec![charge(ChargeKind::Hooks), charge(ChargeKind::Hooks)],
+            claim: None,
+        };
+        assert_eq!(req.validate().unwrap_err().field, "charges[1].kind");
+    }
+
+    #[test]
+    fn empty_hit_is_refused_and_unknown_fields_fail_to_parse() {
+        let req = HitRequest { charges: vec![], claim: None };
+        assert_eq!(req.validate().unwrap_err().field, "charges");
+        assert!(serde_json::from_str::<HitRequest>(r#"{"charges":[],"claim":null,"x":1}"#).is_err());
+    }
+
+    #[test]
+    fn settle_validates_every_op() {
+        let mut bad = claim();
+        bad.node = "edge 1".into();
+        let req = SettleRequest {
+            ops: vec![SettleOp::Release { claim: claim() }, SettleOp::Release { claim: bad }],
+        };
+        assert_eq!(req.validate().unwrap_err().field, "ops[1].claim.node");
+    }
+}

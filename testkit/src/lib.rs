@@ -1,0 +1,15 @@
+//! Real processes on loopback, for tests and the `fleet` command.
+//!
+//! - [`ports`]: free TCP ports on 127.0.0.1.
+//! - [`process`]: a child process that is stopped (by its PID) when dropped.
+//! - [`http`]: a small blocking HTTP/1.1 client that returns every status as a value.
+//! - [`redis`]: a throw-away Redis, single or a 3-master Cluster.
+//! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
+
+pub mod http;
+pub mod paths;
+pub mod ports;
+pub mod process;
+pub mod redis;
+
+pub use process::Proc;

@@ -1,0 +1,94 @@
+//! A throw-away Redis on a free port: one server, or a 3-master Cluster.
+
+use crate::ports::free_port;
+use crate::process::{scratch_dir, Proc};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// One `redis-server` with no persistence, stopped on drop.
+pub struct Redis {
+    pub port: u16,
+    pub proc: Proc,
+    pub dir: PathBuf,
+}
+
+impl Redis {
+    pub fn start() -> Redis {
+        Self::start_on(free_port(), &scratch_dir("redis"))
+    }
+
+    /// Starts on `port` with its files in `dir` (used to restart on the same port).
+    pub fn start_on(port: u16, dir: &std::path::Path) -> Redis {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--dir", &dir.display().to_string()]);
+        let mut proc = Proc::spawn("redis-server", cmd, &dir.join(format!("redis-{port}.log")));
+        proc.wait_for_port(port, Duration::from_secs(10));
+        Redis { port, proc, dir: dir.to_path_buf() }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Runs `redis-cli -p PORT ARGS…` and returns its stdout, trimmed.
+    pub fn cli(&self, args: &[&str]) -> String {
+        cli(self.port, args)
+    }
+}
+
+/// `redis-cli -p port args…` → trimmed stdout.
+pub fn cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run redis-cli: {e}"));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Three masters with no replicas, slots spread by `redis-cli --cluster create`.
+pub struct RedisCluster {
+    pub nodes: Vec<Redis>,
+}
+
+impl RedisCluster {
+    pub fn start() -> RedisCluster {
+        let dir = scratch_dir("redis-cluster");
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            let port = free_port();
+            let node_dir = dir.join(port.to_string());
+            std::fs::create_dir_all(&node_dir).unwrap_or_else(|e| panic!("mkdir: {e}"));
+            let mut cmd = Command::new("redis-server");
+            cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+                .args(["--cluster-config-file", &node_dir.join("nodes.conf").display().to_string()])
+                .args(["--dir", &node_dir.display().to_string()]);
+            let mut proc = Proc::spawn("redis-cluster-node", cmd, &node_dir.join("redis.log"));
+            proc.wait_for_port(port, Duration::from_secs(10));
+            nodes.push(Redis { port, proc, dir: node_dir });
+        }
+        let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run redis-cli --cluster create: {e}"));
+        assert!(out.status.success(), "cluster create failed: {}", String::from_utf8_lossy(&out.stdout));
+        // Wait until every node agrees the cluster is up.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !nodes.iter().all(|n| n.cli(&["cluster", "info"]).contains("cluster_state:ok")) {
+            assert!(std::time::Instant::now() < deadline, "cluster never reached cluster_state:ok");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        RedisCluster { nodes }
+    }
+
+    /// `redis+cluster://` style list of node URLs, comma separated.
+    pub fn url(&self) -> String {
+        self.nodes.iter().map(|n| n.url()).collect::<Vec<_>>().join(",")
+    }
+}
