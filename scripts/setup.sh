@@ -28,8 +28,10 @@ command -v node >/dev/null || missing+=(nodejs)
 if ((${#missing[@]})); then
   say "apt-get install ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  sudo=()
+  [[ $(id -u) -eq 0 ]] || sudo=(sudo -E)
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 # Debian starts a system Redis on 6379 after install; the project starts its
 # own on free ports and needs none.
@@ -51,7 +53,9 @@ if [[ -n "$want" ]]; then
   have=$(wasm-bindgen-test-runner --version 2>/dev/null | awk '{print $2}' || true)
   if [[ "$have" != "$want" ]]; then
     say "cargo install wasm-bindgen-cli@$want"
-    cargo install -q --locked "wasm-bindgen-cli@$want"
+    # --locked pins the CLI's own lock file; when a crate in it has been
+    # yanked from the registry, resolve afresh rather than fail.
+    cargo install -q --locked "wasm-bindgen-cli@$want" 2>/dev/null || cargo install -q "wasm-bindgen-cli@$want"
   fi
 fi
 say "ok: $(.venv/bin/envoy --version 2>/dev/null | grep -o 'version: [^ ]*' | head -1), $(redis-server --version | awk '{print $3}'), $(node --version)"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Every check the project has, in the order a failure is cheapest to read:
+# formatting, lints (native and as the wasm32-wasip1 filter), the builds the
+# integration tests launch, the core's tests natively and compiled to wasm
+# under Node, then every test against real Redis, the real store and real Envoy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+bash scripts/setup.sh
+
+started=$SECONDS
+step() { printf '\n== %s  (%ss)\n' "$*" "$((SECONDS - started))"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (native, all targets)"
+cargo clippy --workspace --all-targets -- -D warnings
+step "cargo clippy (filter as wasm32-wasip1)"
+cargo clippy -p ankusa-filter --target wasm32-wasip1 -- -D warnings
+
+step "build: binaries and the filter"
+cargo build --workspace --bins
+cargo build -p ankusa-filter --target wasm32-wasip1 --release
+
+step "core tests, native"
+cargo test -p ankusa-core
+
+step "core tests, wasm32-unknown-unknown under Node (wasm-bindgen-test)"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test -p ankusa-core --target wasm32-unknown-unknown
+
+step "store, filter, harness and end-to-end tests (real Redis, store, Envoy)"
+cargo test --workspace --exclude ankusa-core
+
+step "all green"
