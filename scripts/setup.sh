@@ -58,4 +58,4 @@ if [[ -n "$want" ]]; then
     cargo install -q --locked "wasm-bindgen-cli@$want" 2>/dev/null || cargo install -q "wasm-bindgen-cli@$want"
   fi
 fi
-say "ok: $(.venv/bin/envoy --version 2>/dev/null | grep -o 'version: [^ ]*' | head -1), $(redis-server --version | awk '{print $3}'), $(node --version)"
+say "ok: envoy $ENVOY_VERSION, redis $(redis-server --version | awk '{print $3}' | cut -d= -f2), node $(node --version), wasm-bindgen $want"
