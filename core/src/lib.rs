@@ -7,6 +7,10 @@
 //!
 //! - [`wire`]: the JSON between filter and store.
 //! - [`gcra`]: the rate-limit arithmetic.
+//! - [`config`]: the plugin configuration, parsed and validated.
+//! - [`event_key`]: the provider event id a hook is deduplicated on.
 
+pub mod config;
+pub mod event_key;
 pub mod gcra;
 pub mod wire;

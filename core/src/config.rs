@@ -1,0 +1,537 @@
+//! The plugin configuration: JSON in, validated types out.
+//!
+//! [`Config::parse`] reads the JSON (see `read`), then [`Config::validate`]
+//! checks every range. Either way a refusal is one [`ConfigError`] naming the
+//! field path (`rate_limits.tenants.acme.burst`) and the bad value, so a bad
+//! config is refused at load with a sentence the operator can act on. Unknown
+//! keys are refused too: a misspelt key must not fall back to a default.
+
+mod read;
+
+use crate::event_key::DedupeRule;
+use crate::gcra::Quota;
+use crate::wire::{self, MAX_SETTLE_OPS};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Longest source id or tenant name (bytes).
+pub const MAX_ID_LEN: usize = 64;
+/// Default `sources.*.ttl_ms`: 72 h, covering Stripe's 3-day and Shopify's retry schedules.
+pub const DEFAULT_TTL_MS: u64 = 259_200_000;
+/// Default `max_body_bytes` (1 MiB, Envoy's default connection buffer).
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 1_048_576;
+/// Longest `fleet.timeout_ms`: the store call holds the hook, so it must stay short.
+pub const MAX_TIMEOUT_MS: u64 = 10_000;
+
+/// A refused configuration. Display: `"{field}: {message}"`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ConfigError {
+    /// Dot path of the offending key (`fleet.timeout_ms`), or `config` for the whole document.
+    pub field: String,
+    /// What is wrong, naming the bad value.
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Clone, PartialEq, Debug)]
+pub struct Config {
+    /// None: the filter uses Envoy's node id.
+    pub node: Option<String>,
+    /// At least one; keyed by source id (`[A-Za-z0-9_-]{1,64}`).
+    pub sources: BTreeMap<String, Source>,
+    pub rate_limits: RateLimits,
+    pub dedupe: DedupeConfig,
+    pub fleet: FleetConfig,
+    /// A body over this many bytes is refused with 413.
+    pub max_body_bytes: u64,
+}
+
+/// One webhook sender, reached at `/webhooks/[{tenant}/]{source_id}`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Source {
+    /// The tenant this source belongs to; None: any tenant, named in the path.
+    pub tenant: Option<String>,
+    /// None: hooks from this source are never deduplicated.
+    pub dedupe: Option<DedupeRule>,
+    /// How long a committed event key is remembered (ms).
+    pub ttl_ms: u64,
+}
+
+/// Where a limit or the dedupe window is counted.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Scope {
+    /// On this node alone (shared by its workers); no store call.
+    #[default]
+    Node,
+    /// Across every edge, through the store.
+    Fleet,
+}
+
+impl Scope {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Node => "node",
+            Scope::Fleet => "fleet",
+        }
+    }
+}
+
+/// A tenant's limits. JSON `{"rate", "burst", "bytes_rate", "bytes_burst"}`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Limits {
+    pub hooks: Quota,
+    /// None: bodies are not rate limited (`max_body_bytes` still applies).
+    pub bytes: Option<Quota>,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RateLimits {
+    pub scope: Scope,
+    pub default: Limits,
+    /// Per-tenant overrides, fully resolved: a tenant entry that omits a pair
+    /// (`rate`+`burst`, or `bytes_rate`+`bytes_burst`) has the default's.
+    pub tenants: BTreeMap<String, Limits>,
+}
+
+impl RateLimits {
+    pub fn for_tenant(&self, tenant: &str) -> &Limits {
+        self.tenants.get(tenant).unwrap_or(&self.default)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct DedupeConfig {
+    pub scope: Scope,
+}
+
+/// How the filter talks to the store; used only when a scope is `fleet`.
+#[derive(Clone, PartialEq, Debug)]
+pub struct FleetConfig {
+    /// Envoy cluster of the store service.
+    pub cluster: String,
+    /// `:authority` of store calls.
+    pub authority: String,
+    /// Hard budget of one store call (ms), 1..=10 000.
+    pub timeout_ms: u64,
+    /// How long a claim may stay pending before it expires on its own (ms).
+    pub pending_ttl_ms: u64,
+    pub breaker: BreakerPolicy,
+    /// How often queued settle operations are drained (ms).
+    pub settle_interval_ms: u64,
+    /// Queued settle operations per node; one more is dropped and counted.
+    pub settle_queue_max: usize,
+    /// Operations per settle call, at most [`MAX_SETTLE_OPS`].
+    pub settle_batch_max: usize,
+    /// Further attempts of a failed settle batch before it is dropped.
+    pub settle_retries: u32,
+}
+
+impl Default for FleetConfig {
+    fn default() -> Self {
+        FleetConfig {
+            cluster: "ankusa_store".to_string(),
+            authority: "ankusa-store".to_string(),
+            timeout_ms: 25,
+            pending_ttl_ms: 30_000,
+            breaker: BreakerPolicy::default(),
+            settle_interval_ms: 5,
+            settle_queue_max: 50_000,
+            settle_batch_max: 500,
+            settle_retries: 3,
+        }
+    }
+}
+
+/// When the fleet breaker opens and for how long. JSON keys under `fleet`:
+/// `breaker_failure_rate`, `breaker_min_calls`, `breaker_window_ms`, `breaker_open_ms`.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct BreakerPolicy {
+    /// Failed fraction of the window's calls that opens the breaker, in (0, 1].
+    pub failure_rate: f64,
+    /// Calls the window must hold before it may open (≥ 1).
+    pub min_calls: u32,
+    /// Length of the sliding window (ms, ≥ 1).
+    pub window_ms: u64,
+    /// How long it stays open before one probe (ms, ≥ 1).
+    pub open_ms: u64,
+}
+
+impl Default for BreakerPolicy {
+    fn default() -> Self {
+        BreakerPolicy {
+            failure_rate: 0.5,
+            min_calls: 20,
+            window_ms: 10_000,
+            open_ms: 5_000,
+        }
+    }
+}
+
+impl BreakerPolicy {
+    /// Errors name the JSON key under `fleet`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        // Written as a negated range so NaN is refused too.
+        if !(self.failure_rate > 0.0 && self.failure_rate <= 1.0) {
+            return Err(ConfigError::new(
+                "fleet.breaker_failure_rate",
+                format!(
+                    "must be greater than 0 and at most 1, got {}",
+                    self.failure_rate
+                ),
+            ));
+        }
+        at_least("fleet.breaker_min_calls", u64::from(self.min_calls), 1)?;
+        at_least("fleet.breaker_window_ms", self.window_ms, 1)?;
+        at_least("fleet.breaker_open_ms", self.open_ms, 1)
+    }
+}
+
+impl FleetConfig {
+    /// Every range; whether `cluster` may be empty depends on the scopes (see [`Config::validate`]).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        between("fleet.timeout_ms", self.timeout_ms, 1, MAX_TIMEOUT_MS)?;
+        at_least("fleet.pending_ttl_ms", self.pending_ttl_ms, 1)?;
+        self.breaker.validate()?;
+        at_least("fleet.settle_interval_ms", self.settle_interval_ms, 1)?;
+        at_least("fleet.settle_queue_max", self.settle_queue_max as u64, 1)?;
+        between(
+            "fleet.settle_batch_max",
+            self.settle_batch_max as u64,
+            1,
+            MAX_SETTLE_OPS as u64,
+        )
+    }
+}
+
+impl Config {
+    /// Reads and validates the plugin configuration.
+    pub fn parse(json: &[u8]) -> Result<Config, ConfigError> {
+        let config = read::config(json)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Some scope is `fleet`: the filter calls the store.
+    pub fn uses_store(&self) -> bool {
+        self.rate_limits.scope == Scope::Fleet || self.dedupe.scope == Scope::Fleet
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(node) = &self.node {
+            if !wire::is_valid_name(node) {
+                return Err(ConfigError::new(
+                    "node",
+                    format!(
+                        "{node:?} is not 1 to {} characters of [A-Za-z0-9_.-]",
+                        wire::MAX_NAME_LEN
+                    ),
+                ));
+            }
+        }
+        if self.sources.is_empty() {
+            return Err(ConfigError::new("sources", "must name at least one source"));
+        }
+        for (id, source) in &self.sources {
+            check_id("sources", id, "source id")?;
+            if let Some(tenant) = &source.tenant {
+                check_id(&format!("sources.{id}.tenant"), tenant, "tenant name")?;
+            }
+            at_least(&format!("sources.{id}.ttl_ms"), source.ttl_ms, 1)?;
+        }
+        check_limits("rate_limits.default", &self.rate_limits.default)?;
+        for (tenant, limits) in &self.rate_limits.tenants {
+            check_id("rate_limits.tenants", tenant, "tenant name")?;
+            check_limits(&format!("rate_limits.tenants.{tenant}"), limits)?;
+        }
+        self.fleet.validate()?;
+        if self.uses_store() {
+            let which = if self.rate_limits.scope == Scope::Fleet {
+                "rate_limits.scope"
+            } else {
+                "dedupe.scope"
+            };
+            for (field, value) in [
+                ("fleet.cluster", &self.fleet.cluster),
+                ("fleet.authority", &self.fleet.authority),
+            ] {
+                if value.is_empty() {
+                    return Err(ConfigError::new(
+                        field,
+                        format!("must not be empty when {which} is \"fleet\""),
+                    ));
+                }
+            }
+        }
+        at_least("max_body_bytes", self.max_body_bytes, 1)
+    }
+}
+
+/// A source id or tenant name: 1 to 64 bytes of `[A-Za-z0-9_-]` (it is a URL
+/// path segment, so no dots: `..` must never name anything).
+pub fn is_valid_id(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_ID_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn check_id(field: &str, name: &str, what: &str) -> Result<(), ConfigError> {
+    if is_valid_id(name) {
+        return Ok(());
+    }
+    Err(ConfigError::new(
+        field,
+        format!("{name:?} is not a valid {what}: 1 to {MAX_ID_LEN} characters of [A-Za-z0-9_-]"),
+    ))
+}
+
+fn check_limits(field: &str, limits: &Limits) -> Result<(), ConfigError> {
+    at_least(&format!("{field}.rate"), limits.hooks.rate, 1)?;
+    at_least(&format!("{field}.burst"), limits.hooks.burst, 1)?;
+    if let Some(bytes) = limits.bytes {
+        at_least(&format!("{field}.bytes_rate"), bytes.rate, 1)?;
+        at_least(&format!("{field}.bytes_burst"), bytes.burst, 1)?;
+    }
+    Ok(())
+}
+
+fn at_least(field: &str, value: u64, min: u64) -> Result<(), ConfigError> {
+    if value < min {
+        return Err(ConfigError::new(
+            field,
+            format!("must be at least {min}, got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+fn between(field: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if !(min..=max).contains(&value) {
+        return Err(ConfigError::new(
+            field,
+            format!("must be between {min} and {max}, got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    const MINIMAL: &str = r#"{"sources": {"gh": {"tenant": "acme", "dedupe": "github"}},
+                              "rate_limits": {"default": {"rate": 50, "burst": 100}}}"#;
+
+    fn minimal() -> Config {
+        Config::parse(MINIMAL.as_bytes()).unwrap()
+    }
+
+    fn err(config: &Config) -> String {
+        config.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn missing_optionals_take_their_defaults() {
+        let c = minimal();
+        assert_eq!(c.node, None);
+        assert_eq!(c.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+        assert_eq!(c.rate_limits.scope, Scope::Node);
+        assert_eq!(c.dedupe.scope, Scope::Node);
+        assert_eq!(c.fleet, FleetConfig::default());
+        assert_eq!(c.sources["gh"].ttl_ms, DEFAULT_TTL_MS);
+        assert!(!c.uses_store());
+    }
+
+    #[test]
+    fn display_is_field_then_message() {
+        assert_eq!(
+            ConfigError::new("fleet.timeout_ms", "must be ...").to_string(),
+            "fleet.timeout_ms: must be ..."
+        );
+    }
+
+    #[test]
+    fn for_tenant_falls_back_to_the_default() {
+        let mut c = minimal();
+        let acme = Limits {
+            hooks: Quota {
+                rate: 500,
+                burst: 1000,
+            },
+            bytes: None,
+        };
+        c.rate_limits.tenants.insert("acme".into(), acme);
+        assert_eq!(c.rate_limits.for_tenant("acme"), &acme);
+        assert_eq!(c.rate_limits.for_tenant("globex"), &c.rate_limits.default);
+    }
+
+    #[test]
+    fn scope_spelling_matches_the_json() {
+        assert_eq!(
+            (Scope::Node.as_str(), Scope::Fleet.as_str()),
+            ("node", "fleet")
+        );
+    }
+
+    #[test]
+    fn breaker_policy_refuses_rates_outside_zero_to_one() {
+        assert_eq!(BreakerPolicy::default().validate(), Ok(()));
+        for bad in [0.0, -0.1, 1.01, f64::NAN] {
+            let p = BreakerPolicy {
+                failure_rate: bad,
+                ..BreakerPolicy::default()
+            };
+            assert_eq!(
+                p.validate().unwrap_err().field,
+                "fleet.breaker_failure_rate",
+                "{bad}"
+            );
+        }
+        let p = BreakerPolicy {
+            failure_rate: 1.0,
+            ..BreakerPolicy::default()
+        };
+        assert_eq!(p.validate(), Ok(()));
+    }
+
+    #[test]
+    fn breaker_policy_needs_positive_counts_and_durations() {
+        let base = BreakerPolicy::default();
+        let cases = [
+            (
+                BreakerPolicy {
+                    min_calls: 0,
+                    ..base
+                },
+                "fleet.breaker_min_calls: must be at least 1, got 0",
+            ),
+            (
+                BreakerPolicy {
+                    window_ms: 0,
+                    ..base
+                },
+                "fleet.breaker_window_ms: must be at least 1, got 0",
+            ),
+            (
+                BreakerPolicy { open_ms: 0, ..base },
+                "fleet.breaker_open_ms: must be at least 1, got 0",
+            ),
+        ];
+        for (policy, message) in cases {
+            assert_eq!(policy.validate().unwrap_err().to_string(), message);
+        }
+    }
+
+    #[test]
+    fn fleet_ranges_are_checked() {
+        let ok = FleetConfig::default();
+        assert_eq!(ok.validate(), Ok(()));
+        let mut f = ok.clone();
+        f.timeout_ms = MAX_TIMEOUT_MS + 1;
+        assert_eq!(
+            f.validate().unwrap_err().to_string(),
+            "fleet.timeout_ms: must be between 1 and 10000, got 10001"
+        );
+        let mut f = ok.clone();
+        f.settle_batch_max = MAX_SETTLE_OPS;
+        assert_eq!(f.validate(), Ok(()));
+        f.settle_batch_max = MAX_SETTLE_OPS + 1;
+        assert_eq!(f.validate().unwrap_err().field, "fleet.settle_batch_max");
+        let mut f = ok;
+        f.settle_queue_max = 0;
+        assert_eq!(
+            f.validate().unwrap_err().to_string(),
+            "fleet.settle_queue_max: must be at least 1, got 0"
+        );
+    }
+
+    #[test]
+    fn ids_are_path_segments() {
+        assert!(is_valid_id("acme_Corp-2"));
+        assert!(is_valid_id(&"a".repeat(MAX_ID_LEN)));
+        for bad in [
+            "",
+            "a.b",
+            "..",
+            "a/b",
+            "ac me",
+            "é",
+            &"a".repeat(MAX_ID_LEN + 1),
+        ] {
+            assert!(!is_valid_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_fleet_scope_needs_a_cluster_but_a_node_scope_does_not() {
+        let mut c = minimal();
+        c.fleet.cluster.clear();
+        assert_eq!(c.validate(), Ok(()));
+        c.dedupe.scope = Scope::Fleet;
+        assert_eq!(
+            err(&c),
+            "fleet.cluster: must not be empty when dedupe.scope is \"fleet\""
+        );
+        c.rate_limits.scope = Scope::Fleet;
+        assert_eq!(
+            err(&c),
+            "fleet.cluster: must not be empty when rate_limits.scope is \"fleet\""
+        );
+    }
+
+    #[test]
+    fn validate_names_the_tenant_and_the_value() {
+        let mut c = minimal();
+        let zero_burst = Limits {
+            hooks: Quota { rate: 5, burst: 0 },
+            bytes: None,
+        };
+        c.rate_limits.tenants.insert("acme".into(), zero_burst);
+        assert_eq!(
+            err(&c),
+            "rate_limits.tenants.acme.burst: must be at least 1, got 0"
+        );
+        let mut c = minimal();
+        c.rate_limits.default.bytes = Some(Quota { rate: 0, burst: 10 });
+        assert_eq!(
+            err(&c),
+            "rate_limits.default.bytes_rate: must be at least 1, got 0"
+        );
+    }
+
+    #[test]
+    fn validate_checks_sources_and_node() {
+        let mut c = minimal();
+        c.node = Some("edge 1".into());
+        assert_eq!(
+            err(&c),
+            "node: \"edge 1\" is not 1 to 64 characters of [A-Za-z0-9_.-]"
+        );
+        c.node = Some("edge-1.eu".into());
+        assert_eq!(c.validate(), Ok(()));
+        c.sources.get_mut("gh").unwrap().ttl_ms = 0;
+        assert_eq!(err(&c), "sources.gh.ttl_ms: must be at least 1, got 0");
+        c.sources.clear();
+        assert_eq!(err(&c), "sources: must name at least one source");
+    }
+}

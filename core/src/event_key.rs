@@ -1,0 +1,282 @@
+//! The provider's event id: the key a hook is deduplicated on.
+//!
+//! Each source names a rule: a header (GitHub's `x-github-delivery`, Standard
+//! Webhooks' `webhook-id`, ...) or a dot path into the JSON body (Stripe's
+//! `id`). No key means nothing is claimed and only the quota applies, so every
+//! odd input — missing header, empty value, non-JSON body, a float or an
+//! object where the id should be — is `None`, never an error or a panic.
+
+use crate::wire::MAX_KEY_LEN;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Where a source's event id is found.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum DedupeRule {
+    /// A request header; the name is stored lowercased (Envoy's header map is).
+    Header(String),
+    /// Object keys (or array indices) from the body's root, e.g. `["data", "object", "id"]`.
+    JsonPath(Vec<String>),
+}
+
+/// The preset names a source's `dedupe` may use, in the order messages list them.
+pub const PRESETS: [&str; 5] = ["github", "standard_webhooks", "svix", "shopify", "stripe"];
+
+/// Prefix of a key that was replaced by its SHA-256 (see [`normalize_key`]).
+pub const HASHED_PREFIX: &str = "sha256:";
+
+impl DedupeRule {
+    /// The rule a provider preset stands for; `None` for an unknown name.
+    pub fn preset(name: &str) -> Option<DedupeRule> {
+        let header = |h: &str| Some(DedupeRule::Header(h.to_string()));
+        match name {
+            "github" => header("x-github-delivery"),
+            "standard_webhooks" => header("webhook-id"),
+            "svix" => header("svix-id"),
+            "shopify" => header("x-shopify-webhook-id"),
+            "stripe" => Some(DedupeRule::JsonPath(vec!["id".to_string()])),
+            _ => None,
+        }
+    }
+
+    /// A header rule; the error says why `name` is not a header name.
+    pub fn header(name: &str) -> Result<DedupeRule, String> {
+        let is_token_char = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || !name.bytes().all(is_token_char) {
+            return Err(format!("{name:?} is not an HTTP header name"));
+        }
+        Ok(DedupeRule::Header(name.to_ascii_lowercase()))
+    }
+
+    /// A JSON dot-path rule (`"data.object.id"`); the error says why it is refused.
+    pub fn json_path(path: &str) -> Result<DedupeRule, String> {
+        let segments: Vec<String> = path.split('.').map(str::to_string).collect();
+        if segments.iter().any(String::is_empty) {
+            return Err(format!(
+                "{path:?} has an empty segment; write a dot path like \"data.object.id\""
+            ));
+        }
+        Ok(DedupeRule::JsonPath(segments))
+    }
+
+    /// The filter must buffer the body before it can extract the key.
+    pub fn needs_body(&self) -> bool {
+        matches!(self, DedupeRule::JsonPath(_))
+    }
+
+    /// The event key of one request, ready to claim (see [`normalize_key`]).
+    /// `header` looks a lowercased header name up; `body` is `None` until read.
+    pub fn extract(
+        &self,
+        header: impl Fn(&str) -> Option<String>,
+        body: Option<&[u8]>,
+    ) -> Option<String> {
+        match self {
+            // Surrounding whitespace is not part of an HTTP field value.
+            DedupeRule::Header(name) => normalize_key(header(name)?.trim()),
+            DedupeRule::JsonPath(path) => {
+                let root: Value = serde_json::from_slice(body?).ok()?;
+                let mut value = &root;
+                for segment in path {
+                    value = match value {
+                        Value::Object(map) => map.get(segment)?,
+                        Value::Array(items) => items.get(segment.parse::<usize>().ok()?)?,
+                        _ => return None,
+                    };
+                }
+                match value {
+                    Value::String(s) => normalize_key(s),
+                    Value::Number(n) if n.is_i64() || n.is_u64() => normalize_key(&n.to_string()),
+                    _ => None,
+                }
+            }
+        }
+    }
+}
+
+/// Turns a raw id into a key the wire and an upstream header accept: empty is
+/// no key; a key over [`MAX_KEY_LEN`] bytes, or holding a control character
+/// (which can't travel in the `x-ankusa-event-key` header), becomes
+/// `sha256:<64 lowercase hex>` of its UTF-8 bytes — the same id always maps
+/// to the same key, on every node.
+pub fn normalize_key(raw: &str) -> Option<String> {
+    if raw.is_empty() {
+        return None;
+    }
+    if raw.len() <= MAX_KEY_LEN && !raw.chars().any(char::is_control) {
+        return Some(raw.to_string());
+    }
+    let digest = Sha256::digest(raw.as_bytes());
+    let mut key = String::with_capacity(HASHED_PREFIX.len() + 64);
+    key.push_str(HASHED_PREFIX);
+    for byte in digest {
+        key.push(char::from(HEX[usize::from(byte >> 4)]));
+        key.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    Some(key)
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    fn no_headers(_: &str) -> Option<String> {
+        None
+    }
+
+    fn headers<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn presets_name_their_provider_header_or_json_id() {
+        let h = |s: &str| Some(DedupeRule::Header(s.into()));
+        assert_eq!(DedupeRule::preset("github"), h("x-github-delivery"));
+        assert_eq!(DedupeRule::preset("standard_webhooks"), h("webhook-id"));
+        assert_eq!(DedupeRule::preset("svix"), h("svix-id"));
+        assert_eq!(DedupeRule::preset("shopify"), h("x-shopify-webhook-id"));
+        assert_eq!(
+            DedupeRule::preset("stripe"),
+            Some(DedupeRule::JsonPath(vec!["id".into()]))
+        );
+        assert_eq!(DedupeRule::preset("GitHub"), None);
+        assert!(PRESETS.iter().all(|p| DedupeRule::preset(p).is_some()));
+    }
+
+    #[test]
+    fn header_rule_is_lowercased_and_refuses_non_token_names() {
+        assert_eq!(
+            DedupeRule::header("X-Foo-Id"),
+            Ok(DedupeRule::Header("x-foo-id".into()))
+        );
+        assert_eq!(
+            DedupeRule::header(""),
+            Err("\"\" is not an HTTP header name".into())
+        );
+        assert_eq!(
+            DedupeRule::header("x foo"),
+            Err("\"x foo\" is not an HTTP header name".into())
+        );
+        assert!(DedupeRule::header("x-foo:").is_err());
+    }
+
+    #[test]
+    fn json_path_splits_on_dots_and_refuses_empty_segments() {
+        assert_eq!(
+            DedupeRule::json_path("data.object.id"),
+            Ok(DedupeRule::JsonPath(vec![
+                "data".into(),
+                "object".into(),
+                "id".into()
+            ]))
+        );
+        for bad in ["", ".id", "id.", "data..id"] {
+            assert!(
+                DedupeRule::json_path(bad)
+                    .unwrap_err()
+                    .contains("empty segment"),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_json_rules_need_the_body() {
+        assert!(DedupeRule::preset("stripe").unwrap().needs_body());
+        assert!(!DedupeRule::preset("github").unwrap().needs_body());
+    }
+
+    #[test]
+    fn header_rule_reads_the_trimmed_header_and_ignores_the_body() {
+        let rule = DedupeRule::preset("github").unwrap();
+        let found = rule.extract(
+            headers(&[("x-github-delivery", " 72d3162e ")]),
+            Some(b"{\"id\":1}"),
+        );
+        assert_eq!(found.as_deref(), Some("72d3162e"));
+        assert_eq!(rule.extract(no_headers, None), None);
+        assert_eq!(
+            rule.extract(headers(&[("x-github-delivery", "  ")]), None),
+            None
+        );
+    }
+
+    #[test]
+    fn json_rule_follows_objects_and_array_indices() {
+        let rule = DedupeRule::json_path("data.items.1.id").unwrap();
+        let body = br#"{"data":{"items":[{"id":"a"},{"id":"b"}]}}"#;
+        assert_eq!(rule.extract(no_headers, Some(body)).as_deref(), Some("b"));
+        let rule = DedupeRule::json_path("data.items.x").unwrap();
+        assert_eq!(rule.extract(no_headers, Some(body)), None);
+    }
+
+    #[test]
+    fn json_value_must_be_a_non_empty_string_or_an_integer() {
+        let rule = DedupeRule::preset("stripe").unwrap();
+        let key = |body: &str| rule.extract(no_headers, Some(body.as_bytes()));
+        assert_eq!(key(r#"{"id":"evt_1"}"#).as_deref(), Some("evt_1"));
+        assert_eq!(key(r#"{"id":42}"#).as_deref(), Some("42"));
+        assert_eq!(key(r#"{"id":-7}"#).as_deref(), Some("-7"));
+        for none in [
+            r#"{"id":""}"#,
+            r#"{"id":1.5}"#,
+            r#"{"id":null}"#,
+            r#"{"id":{}}"#,
+            r#"{"id":true}"#,
+        ] {
+            assert_eq!(key(none), None, "{none}");
+        }
+        assert_eq!(key(r#"{"other":"x"}"#), None);
+        assert_eq!(key(r#"["id"]"#), None);
+    }
+
+    #[test]
+    fn missing_or_non_json_body_has_no_key() {
+        let rule = DedupeRule::preset("stripe").unwrap();
+        assert_eq!(rule.extract(no_headers, None), None);
+        assert_eq!(rule.extract(no_headers, Some(b"id=evt_1")), None);
+        assert_eq!(rule.extract(no_headers, Some(&[0xff, 0xfe, b'{'])), None);
+        assert_eq!(rule.extract(no_headers, Some(b"")), None);
+    }
+
+    #[test]
+    fn a_key_of_exactly_200_bytes_is_kept_and_201_is_hashed() {
+        let kept = "k".repeat(MAX_KEY_LEN);
+        assert_eq!(normalize_key(&kept), Some(kept.clone()));
+        let long = "k".repeat(MAX_KEY_LEN + 1);
+        let hashed = normalize_key(&long).unwrap();
+        assert!(hashed.starts_with(HASHED_PREFIX));
+        assert_eq!(hashed.len(), HASHED_PREFIX.len() + 64);
+        assert!(hashed[HASHED_PREFIX.len()..]
+            .bytes()
+            .all(|b| HEX.contains(&b)));
+    }
+
+    #[test]
+    fn hashing_is_sha256_of_the_utf8_bytes() {
+        // sha256("a" × 201), computed independently with `printf 'a%.0s' {1..201} | sha256sum`.
+        let hashed = normalize_key(&"a".repeat(201)).unwrap();
+        assert_eq!(
+            hashed,
+            "sha256:a92efd82109373e58f9a2056dee01e807e216ce6075f7051207c0a9f7d666e50"
+        );
+    }
+
+    #[test]
+    fn control_characters_are_hashed_so_the_key_fits_a_header() {
+        let hashed = normalize_key("evt\r\nx-injected: 1").unwrap();
+        assert!(hashed.starts_with(HASHED_PREFIX));
+        assert_eq!(normalize_key("evt\r\nx-injected: 1"), Some(hashed));
+        assert_eq!(normalize_key("évènement"), Some("évènement".into()));
+        assert_eq!(normalize_key(""), None);
+    }
+}
