@@ -7,10 +7,14 @@
 //!
 //! - [`wire`]: the JSON between filter and store.
 //! - [`gcra`]: the rate-limit arithmetic.
+//! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data.
+//! - [`node_buckets`]: node-scope GCRA buckets in a bounded ring of shared-data keys.
 //! - [`config`]: the plugin configuration, parsed and validated.
 //! - [`event_key`]: the provider event id a hook is deduplicated on.
 
+pub mod cas;
 pub mod config;
 pub mod event_key;
 pub mod gcra;
+pub mod node_buckets;
 pub mod wire;

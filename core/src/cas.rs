@@ -1,0 +1,165 @@
+//! The seam to proxy-wasm shared data: a process-wide map of versioned byte
+//! values updated by compare-and-swap.
+//!
+//! Envoy keeps one such map per `vm_id`, shared by every worker, behind one
+//! mutex. Nothing here holds a lock across calls: a writer reads a value and
+//! its version, computes, and writes back only if the version is unchanged,
+//! re-reading on a conflict. [`MapStore`] is the same contract over a
+//! `HashMap`, for tests of everything built on it.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// proxy-wasm shared data: one process-wide map; keys can't be deleted.
+pub trait CasStore {
+    /// The bytes under `key` (empty if never written) and its version (0 if never written).
+    fn get(&self, key: &str) -> (Vec<u8>, u32);
+    /// Writes `value` only if `key` is still at `version`; false on a conflict (re-read and retry).
+    /// Version 0 means "no check" (the host's semantics), so the filter pre-creates every key it will use in on_configure.
+    fn compare_and_set(&self, key: &str, value: &[u8], version: u32) -> bool;
+}
+
+/// Writes an empty value under every key that has never been written, so
+/// later compare-and-swaps carry a real version: at version 0 the host
+/// writes unconditionally and two workers racing on a fresh key would lose
+/// an update. Keys that already hold something are left alone, so calling
+/// this again (every worker's `on_configure`) keeps the state.
+pub fn ensure_keys<S: CasStore + ?Sized>(store: &S, keys: impl IntoIterator<Item = String>) {
+    for key in keys {
+        let (_, version) = store.get(&key);
+        if version == 0 {
+            store.compare_and_set(&key, &[], 0);
+        }
+    }
+}
+
+/// A [`CasStore`] in memory with the host's semantics, for tests.
+///
+/// Every write bumps the key's version; version 0 is never handed out for a
+/// written key, so it keeps meaning "never written".
+#[derive(Default, Debug)]
+pub struct MapStore {
+    map: Mutex<HashMap<String, (Vec<u8>, u32)>>,
+}
+
+impl MapStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A poisoned lock only means another test thread panicked mid-call; the
+    /// map itself is never left half-written, so keep using it.
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, (Vec<u8>, u32)>> {
+        self.map
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Every key ever written, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.lock().keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    /// How many keys were ever written.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+}
+
+impl Clone for MapStore {
+    /// An independent copy of every key, value and version: lets a test ask
+    /// "what if" without disturbing the original.
+    fn clone(&self) -> Self {
+        MapStore {
+            map: Mutex::new(self.lock().clone()),
+        }
+    }
+}
+
+impl PartialEq for MapStore {
+    /// Same keys, same bytes, same versions.
+    fn eq(&self, other: &Self) -> bool {
+        *self.lock() == *other.lock()
+    }
+}
+
+impl CasStore for MapStore {
+    fn get(&self, key: &str) -> (Vec<u8>, u32) {
+        self.lock().get(key).cloned().unwrap_or_default()
+    }
+
+    fn compare_and_set(&self, key: &str, value: &[u8], version: u32) -> bool {
+        let mut map = self.lock();
+        let current = map.get(key).map_or(0, |(_, v)| *v);
+        if version != 0 && version != current {
+            return false;
+        }
+        let next = match current.wrapping_add(1) {
+            0 => 1,
+            n => n,
+        };
+        map.insert(key.to_string(), (value.to_vec(), next));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn never_written_key_is_empty_at_version_zero() {
+        assert_eq!(MapStore::new().get("k"), (vec![], 0));
+    }
+
+    #[test]
+    fn stale_version_is_refused_and_changes_nothing() {
+        let store = MapStore::new();
+        assert!(store.compare_and_set("k", b"a", 0));
+        let (_, v1) = store.get("k");
+        assert!(store.compare_and_set("k", b"b", v1));
+        assert!(!store.compare_and_set("k", b"c", v1));
+        let (value, v2) = store.get("k");
+        assert_eq!(value, b"b");
+        assert_ne!(v1, v2);
+    }
+
+    #[test]
+    fn version_zero_writes_without_a_check() {
+        let store = MapStore::new();
+        assert!(store.compare_and_set("k", b"a", 0));
+        assert!(store.compare_and_set("k", b"b", 0));
+        assert_eq!(store.get("k").0, b"b");
+    }
+
+    #[test]
+    fn ensure_keys_creates_missing_keys_and_keeps_written_ones() {
+        let store = MapStore::new();
+        assert!(store.compare_and_set("a", b"state", 0));
+        ensure_keys(&store, ["a".to_string(), "b".to_string()]);
+        assert_eq!(store.get("a").0, b"state");
+        let (value, version) = store.get("b");
+        assert!(value.is_empty());
+        assert_ne!(version, 0, "a created key must carry a real version");
+        assert_eq!(store.keys(), ["a", "b"]);
+    }
+
+    #[test]
+    fn clone_is_independent_and_equal() {
+        let store = MapStore::new();
+        store.compare_and_set("k", b"a", 0);
+        let copy = store.clone();
+        assert_eq!(copy, store);
+        store.compare_and_set("k", b"b", 0);
+        assert_ne!(copy, store);
+        assert_eq!(copy.get("k").0, b"a");
+    }
+}
