@@ -4,6 +4,7 @@
 //! - [`process`]: a child process that is stopped (by its PID) when dropped.
 //! - [`http`]: a small blocking HTTP/1.1 client that returns every status as a value.
 //! - [`redis`]: a throw-away Redis, single or a 3-master Cluster.
+//! - [`store`]: the `ankusa-store` binary against a given Redis.
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
 
 pub mod http;
@@ -11,5 +12,6 @@ pub mod paths;
 pub mod ports;
 pub mod process;
 pub mod redis;
+pub mod store;
 
 pub use process::Proc;

@@ -1,0 +1,212 @@
+//! Settle coalescing. Settle requests from every edge land on one queue; a
+//! flush takes what arrived within a short window (or up to a batch size)
+//! and sends each Redis node one pipeline, so a batch of any size costs one
+//! round trip per node.
+
+use crate::backend::{Backend, Node};
+use crate::errors::StoreError;
+use crate::keys;
+use ankusa_core::wire::SettleOp;
+use redis::{Pipeline, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+/// One settle request waiting for its flush.
+struct Job {
+    ops: Vec<SettleOp>,
+    done: oneshot::Sender<Result<usize, StoreError>>,
+}
+
+/// The handle routes use to queue settle operations.
+#[derive(Clone)]
+pub struct Settler {
+    tx: mpsc::UnboundedSender<Job>,
+}
+
+impl Settler {
+    /// Queues `ops`; the receiver yields once their flush is done.
+    pub fn submit(&self, ops: Vec<SettleOp>) -> oneshot::Receiver<Result<usize, StoreError>> {
+        let (done, rx) = oneshot::channel();
+        if let Err(mpsc::error::SendError(job)) = self.tx.send(Job { ops, done }) {
+            let _ = job.done.send(Err(StoreError::RedisUnavailable(
+                "the settle queue is closed".into(),
+            )));
+        }
+        rx
+    }
+}
+
+/// Starts the batcher. It runs until every [`Settler`] is dropped, flushing
+/// what is queued; once `draining` turns true it stops waiting out windows.
+pub fn spawn(
+    backend: Arc<Backend>,
+    window: Duration,
+    batch_max: usize,
+    draining: watch::Receiver<bool>,
+) -> (Settler, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(run(rx, backend, window, batch_max.max(1), draining));
+    (Settler { tx }, task)
+}
+
+async fn run(
+    mut rx: mpsc::UnboundedReceiver<Job>,
+    backend: Arc<Backend>,
+    window: Duration,
+    batch_max: usize,
+    mut draining: watch::Receiver<bool>,
+) {
+    let mut flushes = JoinSet::new();
+    while let Some(first) = rx.recv().await {
+        let mut count = first.ops.len();
+        let mut jobs = vec![first];
+        let deadline = Instant::now() + window;
+        while count < batch_max && !*draining.borrow() {
+            tokio::select! {
+                job = rx.recv() => match job {
+                    Some(job) => {
+                        count += job.ops.len();
+                        jobs.push(job);
+                    }
+                    None => break,
+                },
+                _ = tokio::time::sleep_until(deadline) => break,
+                changed = draining.changed() => if changed.is_err() { break },
+            }
+        }
+        // Flush in the background so the next batch gathers meanwhile.
+        flushes.spawn(flush(Arc::clone(&backend), jobs));
+        while flushes.try_join_next().is_some() {}
+    }
+    while flushes.join_next().await.is_some() {}
+}
+
+/// One queued operation, with the job it came from.
+struct Entry {
+    job: usize,
+    op: SettleOp,
+}
+
+async fn flush(backend: Arc<Backend>, jobs: Vec<Job>) {
+    let total: usize = jobs.iter().map(|j| j.ops.len()).sum();
+    backend.metrics.settle_batch_ops.observe(total as f64);
+    let mut dones = Vec::with_capacity(jobs.len());
+    let mut by_node: HashMap<Node, Vec<Entry>> = HashMap::new();
+    for (i, job) in jobs.into_iter().enumerate() {
+        for op in job.ops {
+            let node = backend.node_of(&keys::claim(op.claim()));
+            by_node.entry(node).or_default().push(Entry { job: i, op });
+        }
+        dones.push((job.done, None::<StoreError>));
+    }
+    let mut sends = JoinSet::new();
+    for (node, entries) in by_node {
+        let backend = Arc::clone(&backend);
+        sends.spawn(async move {
+            let result = apply(&backend, &node, &entries).await;
+            (entries, result)
+        });
+    }
+    let mut counts = vec![0usize; dones.len()];
+    while let Some(joined) = sends.join_next().await {
+        let Ok((entries, result)) = joined else {
+            continue;
+        };
+        for entry in &entries {
+            match &result {
+                Ok(()) => {
+                    counts[entry.job] += 1;
+                    let op = match entry.op {
+                        SettleOp::Promote { .. } => "promote",
+                        SettleOp::Release { .. } => "release",
+                    };
+                    backend.metrics.settle_ops.with_label_values(&[op]).inc();
+                }
+                Err(e) => {
+                    let slot = &mut dones[entry.job].1;
+                    if slot.is_none() {
+                        *slot = Some(match e {
+                            StoreError::RedisUnavailable(d) => {
+                                StoreError::RedisUnavailable(d.clone())
+                            }
+                            other => StoreError::Internal(other.to_string()),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    for ((done, failed), applied) in dones.into_iter().zip(counts) {
+        let _ = done.send(match failed {
+            Some(e) => Err(e),
+            None => Ok(applied),
+        });
+    }
+}
+
+/// Applies `entries` on `node` in one pipeline. A Redis that lost its script
+/// cache answers NOSCRIPT; the pipeline is then sent again with the script
+/// text (EVAL), which also caches it. Both ops are idempotent, so a resend
+/// is safe.
+async fn apply(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), StoreError> {
+    let mut with_text = false;
+    loop {
+        let pipe = build(backend, entries, with_text);
+        let result = backend.send_pipeline(node, &pipe, entries.len()).await;
+        let noscript = match &result {
+            Err(e) => e.kind() == redis::ErrorKind::NoScriptError,
+            Ok(values) => values.iter().any(is_noscript),
+        };
+        if noscript && !with_text {
+            with_text = true;
+            continue;
+        }
+        return match result {
+            Err(e) => {
+                log::warn!("settle pipeline on {node:?}: {e}");
+                Err(StoreError::from_redis(&e))
+            }
+            Ok(values) => match values.iter().find(|v| matches!(v, Value::ServerError(_))) {
+                Some(err) => Err(StoreError::Internal(format!("settle op failed: {err:?}"))),
+                None => Ok(()),
+            },
+        };
+    }
+}
+
+fn is_noscript(value: &Value) -> bool {
+    matches!(value, Value::ServerError(e) if e.code() == "NOSCRIPT")
+}
+
+fn build(backend: &Backend, entries: &[Entry], with_text: bool) -> Pipeline {
+    let mut pipe = redis::pipe();
+    for entry in entries {
+        let claim = entry.op.claim();
+        let key = keys::claim(claim);
+        match &entry.op {
+            // Also after the pending key expired: the hook is durable either way.
+            SettleOp::Promote { hook_id, claim } => {
+                pipe.cmd("SET")
+                    .arg(&key)
+                    .arg(keys::committed_value(hook_id))
+                    .arg("PX")
+                    .arg(claim.ttl_ms);
+            }
+            SettleOp::Release { claim } => {
+                if with_text {
+                    pipe.cmd("EVAL").arg(backend.scripts.release_text);
+                } else {
+                    pipe.cmd("EVALSHA").arg(backend.scripts.release.get_hash());
+                }
+                pipe.arg(1)
+                    .arg(&key)
+                    .arg(keys::pending_prefix(&claim.hook_id));
+            }
+        }
+    }
+    pipe
+}

@@ -1,0 +1,131 @@
+//! Every way a request can fail, and the one mapping to an HTTP status and
+//! [`ErrorBody`]. Redis's own messages are logged, never sent: callers get a
+//! stable code they can act on.
+
+use ankusa_core::wire::ErrorBody;
+use hyper::StatusCode;
+use std::fmt;
+
+#[derive(Debug)]
+pub enum StoreError {
+    /// The caller's mistake; the message names the field and the value.
+    BadRequest(String),
+    /// The body is larger than the service reads.
+    TooLarge {
+        limit: usize,
+    },
+    NotFound {
+        path: String,
+    },
+    MethodNotAllowed {
+        method: String,
+        path: String,
+    },
+    /// Redis did not answer within the caller's budget.
+    Timeout {
+        budget_ms: u64,
+    },
+    /// No connection to Redis (down, restarting, or not reached yet).
+    RedisUnavailable(String),
+    /// Redis answered with something the service did not expect.
+    Internal(String),
+}
+
+impl StoreError {
+    /// Sorts a redis-rs error: connection trouble is an outage, anything
+    /// else is a bug or a misconfigured Redis.
+    pub fn from_redis(e: &redis::RedisError) -> StoreError {
+        if e.is_io_error()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || e.is_timeout()
+            || e.is_unrecoverable_error()
+            || matches!(
+                e.kind(),
+                redis::ErrorKind::BusyLoadingError
+                    | redis::ErrorKind::ClusterDown
+                    | redis::ErrorKind::TryAgain
+            )
+        {
+            StoreError::RedisUnavailable(e.to_string())
+        } else {
+            StoreError::Internal(e.to_string())
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            StoreError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            StoreError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            StoreError::NotFound { .. } => StatusCode::NOT_FOUND,
+            StoreError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            StoreError::Timeout { .. } | StoreError::RedisUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            StoreError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The `error` code of the body, also the `cause` label of the metrics.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::BadRequest(_) | StoreError::TooLarge { .. } => "bad_request",
+            StoreError::NotFound { .. } => "not_found",
+            StoreError::MethodNotAllowed { .. } => "method_not_allowed",
+            StoreError::Timeout { .. } => "timeout",
+            StoreError::RedisUnavailable(_) => "redis_unavailable",
+            StoreError::Internal(_) => "internal",
+        }
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        let message = match self {
+            StoreError::BadRequest(m) => m.clone(),
+            StoreError::TooLarge { limit } => format!("body is over {limit} bytes"),
+            StoreError::NotFound { path } => format!("no route {path}"),
+            StoreError::MethodNotAllowed { method, path } => {
+                format!("{method} is not allowed on {path}")
+            }
+            StoreError::Timeout { budget_ms } => {
+                format!("Redis did not answer within the {budget_ms} ms budget")
+            }
+            StoreError::RedisUnavailable(_) => "Redis is unreachable; retry later".into(),
+            StoreError::Internal(_) => "the store failed; see its log".into(),
+        };
+        ErrorBody {
+            error: self.code().into(),
+            message,
+        }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::RedisUnavailable(detail) | StoreError::Internal(detail) => {
+                write!(f, "{}: {detail}", self.code())
+            }
+            other => write!(f, "{}: {}", other.code(), other.body().message),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internals_stay_in_the_log() {
+        let e = StoreError::Internal("ERR user_script:3: secret detail".into());
+        assert_eq!(e.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!e.body().message.contains("secret"));
+        let e = StoreError::RedisUnavailable("Connection refused (os error 111)".into());
+        assert_eq!(
+            (e.status(), e.body().error.as_str()),
+            (StatusCode::SERVICE_UNAVAILABLE, "redis_unavailable")
+        );
+        assert!(!e.body().message.contains("os error"));
+    }
+}

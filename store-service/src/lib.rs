@@ -1,0 +1,21 @@
+//! The Ankusa fleet store: the shared state of a fleet of edges, in front of Redis.
+//!
+//! - [`config`]: flags, environment fallbacks, and the Redis target (single or Cluster).
+//! - [`server`]: the listener (HTTP/1.1 and h2c) and the graceful stop; tests call [`server::run`].
+//! - [`routes`]: `/v1/hit`, `/v1/settle`, `/v1/reset`, `/metrics`, `/healthz`, `/readyz`.
+//! - [`backend`]: the Redis connection, made and probed in the background.
+//! - [`scripts`] and [`keys`]: the Lua scripts and the key names they touch.
+//! - [`batcher`]: settle coalescing, one pipeline per Redis node per flush.
+//! - [`metrics`] and [`errors`]: what is counted, and how a failure is answered.
+
+pub mod backend;
+pub mod batcher;
+pub mod config;
+pub mod errors;
+pub mod keys;
+pub mod metrics;
+pub mod routes;
+pub mod scripts;
+pub mod server;
+
+pub use config::Config;

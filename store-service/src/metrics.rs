@@ -1,0 +1,113 @@
+//! The service's Prometheus metrics, in their own registry.
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
+};
+
+pub struct Metrics {
+    registry: Registry,
+    /// `ankusa_store_requests_total{endpoint,result}`.
+    pub requests: IntCounterVec,
+    /// `ankusa_store_redis_seconds`: one observation per Redis round trip.
+    pub redis_seconds: Histogram,
+    /// `ankusa_store_settle_batch_ops`: operations per settle flush.
+    pub settle_batch_ops: Histogram,
+    /// `ankusa_store_pipeline_round_trips_total`: one per pipeline sent to a node.
+    pub pipeline_round_trips: IntCounter,
+    /// `ankusa_store_settle_ops_total{op}`.
+    pub settle_ops: IntCounterVec,
+    /// `ankusa_store_errors_total{cause}`.
+    pub errors: IntCounterVec,
+    /// `ankusa_store_redis_up`: 1 while Redis answers the health probe.
+    pub redis_up: IntGauge,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_requests_total",
+                "Requests by endpoint and result.",
+            ),
+            &["endpoint", "result"],
+        )
+        .expect("static metric definition");
+        let redis_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "ankusa_store_redis_seconds",
+                "Latency of one Redis round trip.",
+            )
+            .buckets(vec![
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                1.0,
+            ]),
+        )
+        .expect("static metric definition");
+        let settle_batch_ops = Histogram::with_opts(
+            HistogramOpts::new(
+                "ankusa_store_settle_batch_ops",
+                "Settle operations per flush.",
+            )
+            .buckets(prometheus::exponential_buckets(1.0, 4.0, 8).expect("static buckets")),
+        )
+        .expect("static metric definition");
+        let pipeline_round_trips = IntCounter::new(
+            "ankusa_store_pipeline_round_trips_total",
+            "Settle pipelines sent, one per Redis node per flush.",
+        )
+        .expect("static metric definition");
+        let settle_ops = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_settle_ops_total",
+                "Settle operations applied, by op.",
+            ),
+            &["op"],
+        )
+        .expect("static metric definition");
+        let errors = IntCounterVec::new(
+            Opts::new("ankusa_store_errors_total", "Failed requests by cause."),
+            &["cause"],
+        )
+        .expect("static metric definition");
+        let redis_up = IntGauge::new("ankusa_store_redis_up", "1 while Redis answers, else 0.")
+            .expect("static metric definition");
+        for c in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(redis_seconds.clone()),
+            Box::new(settle_batch_ops.clone()),
+            Box::new(pipeline_round_trips.clone()),
+            Box::new(settle_ops.clone()),
+            Box::new(errors.clone()),
+            Box::new(redis_up.clone()),
+        ] {
+            registry.register(c).expect("metric names are unique");
+        }
+        Metrics {
+            registry,
+            requests,
+            redis_seconds,
+            settle_batch_ops,
+            pipeline_round_trips,
+            settle_ops,
+            errors,
+            redis_up,
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Encoding into a Vec only fails on malformed metric families, which
+        // the static definitions above rule out.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}

@@ -1,0 +1,103 @@
+//! `POST /v1/hit`: every charge and the claim in one script call.
+
+use super::{budget, count, json, read_json, within, Reply, Shared};
+use crate::errors::StoreError;
+use crate::keys;
+use ankusa_core::wire::{HitAnswer, HitRequest};
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
+use redis::Value;
+use std::time::Instant;
+
+/// Largest µs count Lua's doubles hold exactly (2^53 − 1, about 285 years).
+pub const MAX_EXACT_US: u64 = (1 << 53) - 1;
+
+pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
+    let budget = budget(shared, &req)?;
+    let hit: HitRequest = read_json(req, "hit request").await?;
+    hit.validate()
+        .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    check_exact(&hit)?;
+    let answer = within(budget, run(shared, &hit)).await?;
+    let result = match &answer {
+        HitAnswer::Ok => "ok",
+        HitAnswer::Duplicate { .. } => "duplicate",
+        HitAnswer::Pending { .. } => "pending",
+        HitAnswer::RateLimited { .. } => "rate_limited",
+    };
+    count(shared, "hit", result);
+    Ok(json(StatusCode::OK, &answer))
+}
+
+fn check_exact(hit: &HitRequest) -> Result<(), StoreError> {
+    for (i, c) in hit.charges.iter().enumerate() {
+        for (name, value) in [
+            ("increment_us", c.increment_us),
+            ("capacity_us", c.capacity_us),
+        ] {
+            if value > MAX_EXACT_US {
+                return Err(StoreError::BadRequest(format!(
+                    "charges[{i}].{name}: {value} is above {MAX_EXACT_US}, the largest µs count the store keeps exactly"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn run(shared: &Shared, hit: &HitRequest) -> Result<HitAnswer, StoreError> {
+    let backend = &shared.backend;
+    let mut conn = backend.conn()?;
+    let mut call = backend.scripts.hit.prepare_invoke();
+    for charge in &hit.charges {
+        call.key(keys::bucket(&charge.tenant, charge.kind));
+    }
+    call.arg(hit.charges.len());
+    for charge in &hit.charges {
+        call.arg(charge.increment_us).arg(charge.capacity_us);
+    }
+    if let Some(claim) = &hit.claim {
+        call.key(keys::claim(claim));
+        call.arg(&claim.hook_id)
+            .arg(&claim.node)
+            .arg(claim.pending_ttl_ms);
+    }
+    let started = Instant::now();
+    let reply = call.invoke_async::<Vec<Value>>(&mut conn).await;
+    backend
+        .metrics
+        .redis_seconds
+        .observe(started.elapsed().as_secs_f64());
+    let reply = reply.map_err(|e| StoreError::from_redis(&e))?;
+    parse_reply(&reply)
+}
+
+/// `{'ok'}`, `{'duplicate', hook_id}`, `{'pending', ms}` or `{'rate_limited', µs}`.
+pub fn parse_reply(reply: &[Value]) -> Result<HitAnswer, StoreError> {
+    let text = |v: Option<&Value>| -> Option<String> {
+        match v? {
+            Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            Value::SimpleString(s) => Some(s.clone()),
+            Value::Int(i) => Some(i.to_string()),
+            _ => None,
+        }
+    };
+    let number = |v: Option<&Value>| text(v).and_then(|t| t.parse::<u64>().ok());
+    let unexpected = || StoreError::Internal(format!("unexpected hit script reply {reply:?}"));
+    match text(reply.first()).as_deref() {
+        Some("ok") => Ok(HitAnswer::Ok),
+        Some("duplicate") => Ok(HitAnswer::Duplicate {
+            hook_id: text(reply.get(1)).ok_or_else(unexpected)?,
+        }),
+        Some("pending") => Ok(HitAnswer::Pending {
+            retry_after_ms: number(reply.get(1)).ok_or_else(unexpected)?.max(1),
+        }),
+        Some("rate_limited") => {
+            let wait_us = number(reply.get(1)).ok_or_else(unexpected)?;
+            Ok(HitAnswer::RateLimited {
+                retry_after_ms: wait_us.div_ceil(1000).max(1),
+            })
+        }
+        _ => Err(unexpected()),
+    }
+}

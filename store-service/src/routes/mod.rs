@@ -1,0 +1,191 @@
+//! HTTP routing: which path and method reach which handler, reading the
+//! body and budget, and turning results into responses and metrics.
+
+mod hit;
+mod reset;
+mod settle;
+
+use crate::backend::Backend;
+use crate::batcher::Settler;
+use crate::errors::StoreError;
+use ankusa_core::wire::BUDGET_HEADER;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest request body read (1 MiB): a hit is a few hundred bytes, and edges
+/// send settles in batches far below this.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// What every handler may use.
+pub struct Shared {
+    pub backend: Arc<Backend>,
+    pub settler: Settler,
+    pub max_budget: Duration,
+}
+
+pub type Reply = Response<Full<Bytes>>;
+
+pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply, Infallible> {
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
+    let endpoint = match path.as_str() {
+        "/v1/hit" => "hit",
+        "/v1/settle" => "settle",
+        "/v1/reset" => "reset",
+        "/metrics" => "metrics",
+        "/healthz" => "healthz",
+        "/readyz" => "readyz",
+        _ => "unknown",
+    };
+    let wanted = if matches!(endpoint, "hit" | "settle" | "reset") {
+        Method::POST
+    } else {
+        Method::GET
+    };
+    if endpoint != "unknown" && method != wanted {
+        return Ok(fail(
+            &shared,
+            endpoint,
+            StoreError::MethodNotAllowed {
+                method: method.to_string(),
+                path,
+            },
+        ));
+    }
+    let result = match endpoint {
+        "hit" => hit::hit(&shared, req).await,
+        "settle" => settle::settle(&shared, req).await,
+        "reset" => reset::reset(&shared, req).await,
+        "metrics" => {
+            let mut reply = Response::new(Full::new(Bytes::from(shared.backend.metrics.render())));
+            reply.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4"),
+            );
+            return Ok(reply);
+        }
+        "healthz" => return Ok(json(StatusCode::OK, &serde_json::json!({"status": "ok"}))),
+        "readyz" => shared
+            .backend
+            .ping(shared.max_budget.min(Duration::from_secs(1)))
+            .await
+            .map(|()| json(StatusCode::OK, &serde_json::json!({"status": "ready"}))),
+        _ => Err(StoreError::NotFound { path }),
+    };
+    Ok(match result {
+        Ok(reply) => reply,
+        Err(e) => fail(&shared, endpoint, e),
+    })
+}
+
+/// Counts a success of `endpoint` with its `result` label.
+pub fn count(shared: &Shared, endpoint: &str, result: &str) {
+    shared
+        .backend
+        .metrics
+        .requests
+        .with_label_values(&[endpoint, result])
+        .inc();
+}
+
+fn fail(shared: &Shared, endpoint: &str, e: StoreError) -> Reply {
+    match &e {
+        StoreError::RedisUnavailable(d) | StoreError::Internal(d) => {
+            log::warn!("{endpoint}: {}: {d}", e.code())
+        }
+        _ => log::debug!("{endpoint}: {e}"),
+    }
+    if endpoint != "unknown" {
+        count(shared, endpoint, e.code());
+    }
+    shared
+        .backend
+        .metrics
+        .errors
+        .with_label_values(&[e.code()])
+        .inc();
+    json(e.status(), &e.body())
+}
+
+pub fn json<T: Serialize>(status: StatusCode, body: &T) -> Reply {
+    let text = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+    let mut reply = Response::new(Full::new(Bytes::from(text)));
+    *reply.status_mut() = status;
+    reply
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    reply
+}
+
+/// The caller's budget: its header, capped by `--max-budget-ms`; the cap
+/// when there is no header.
+pub fn budget(shared: &Shared, req: &Request<Incoming>) -> Result<Duration, StoreError> {
+    let Some(value) = req.headers().get(BUDGET_HEADER) else {
+        return Ok(shared.max_budget);
+    };
+    let text = value.to_str().unwrap_or("");
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err(StoreError::BadRequest(format!(
+            "{BUDGET_HEADER}: must be greater than 0"
+        ))),
+        Ok(ms) => Ok(Duration::from_millis(ms).min(shared.max_budget)),
+        Err(_) => Err(StoreError::BadRequest(format!(
+            "{BUDGET_HEADER}: {text:?} is not a whole number of ms"
+        ))),
+    }
+}
+
+/// Reads at most [`MAX_BODY_BYTES`] and parses it as `T`, naming `what` in errors.
+pub async fn read_json<T: DeserializeOwned>(
+    req: Request<Incoming>,
+    what: &str,
+) -> Result<T, StoreError> {
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return Err(StoreError::TooLarge {
+            limit: MAX_BODY_BYTES,
+        });
+    }
+    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(StoreError::TooLarge {
+                limit: MAX_BODY_BYTES,
+            })
+        }
+        Err(e) => {
+            return Err(StoreError::BadRequest(format!(
+                "body could not be read: {e}"
+            )))
+        }
+    };
+    serde_json::from_slice(&body)
+        .map_err(|e| StoreError::BadRequest(format!("body is not a valid {what}: {e}")))
+}
+
+/// Runs `work` within `budget`: a late answer is dropped, never sent.
+pub async fn within<T>(
+    budget: Duration,
+    work: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(budget, work)
+        .await
+        .unwrap_or(Err(StoreError::Timeout {
+            budget_ms: budget.as_millis() as u64,
+        }))
+}

@@ -1,0 +1,29 @@
+//! `POST /v1/settle`: promote or release claims, coalesced with every other
+//! settle in flight (see `batcher`).
+
+use super::{budget, count, json, read_json, within, Reply, Shared};
+use crate::errors::StoreError;
+use ankusa_core::wire::{SettleAnswer, SettleRequest};
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
+
+pub async fn settle(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
+    let budget = budget(shared, &req)?;
+    let settle: SettleRequest = read_json(req, "settle request").await?;
+    settle
+        .validate()
+        .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    if settle.ops.is_empty() {
+        count(shared, "settle", "ok");
+        return Ok(json(StatusCode::OK, &SettleAnswer { applied: 0 }));
+    }
+    shared.backend.conn()?;
+    let done = shared.settler.submit(settle.ops);
+    let applied = within(budget, async {
+        done.await
+            .unwrap_or_else(|_| Err(StoreError::Internal("settle flush was dropped".into())))
+    })
+    .await?;
+    count(shared, "settle", "ok");
+    Ok(json(StatusCode::OK, &SettleAnswer { applied }))
+}

@@ -1,0 +1,120 @@
+//! The `ankusa-store` binary on a free port, stopped on drop.
+
+use crate::paths::workspace_bin;
+use crate::ports::free_port;
+use crate::process::{scratch_dir, Proc};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub struct Store {
+    pub proc: Proc,
+    pub port: u16,
+}
+
+impl Store {
+    /// Starts on a free port against `redis_url`; returns once `/healthz` answers
+    /// (Redis need not be up: `/readyz` says whether it is).
+    pub fn start(redis_url: &str) -> Store {
+        Self::start_on(free_port(), redis_url, &[])
+    }
+
+    /// Starts on `port` with `extra_args` (e.g. `["--settle-window-ms", "50"]`).
+    pub fn start_on(port: u16, redis_url: &str, extra_args: &[&str]) -> Store {
+        let listen = format!("127.0.0.1:{port}");
+        let mut cmd = Command::new(workspace_bin("ankusa-store"));
+        cmd.args(["--listen", &listen, "--redis-url", redis_url])
+            .args(extra_args);
+        let log = scratch_dir("store").join(format!("store-{port}.log"));
+        let mut proc = Proc::spawn("ankusa-store", cmd, &log);
+        proc.wait_for_port(port, Duration::from_secs(10));
+        let store = Store { proc, port };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !matches!(crate::http::get(&store.url_of("/healthz")), Ok(r) if r.status == 200) {
+            assert!(
+                Instant::now() < deadline,
+                "ankusa-store /healthz never answered 200:\n{}",
+                store.proc.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        store
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// `http://127.0.0.1:PORT/path`.
+    pub fn url_of(&self, path: &str) -> String {
+        format!("{}{path}", self.url())
+    }
+
+    /// Waits up to `timeout` for `/readyz` to answer 200 (Redis reachable).
+    pub fn wait_ready(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if matches!(crate::http::get(&self.url_of("/readyz")), Ok(r) if r.status == 200) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The value of one series on `/metrics`, named as exposed, labels sorted by
+    /// name: `ankusa_store_requests_total{endpoint="hit",result="ok"}`. 0 if absent.
+    pub fn metric(&self, name_with_labels: &str) -> f64 {
+        let text = crate::http::get(&self.url_of("/metrics"))
+            .map(|r| r.text())
+            .unwrap_or_default();
+        metric_value(&text, name_with_labels)
+    }
+}
+
+/// One series' value in Prometheus text; 0 when absent.
+pub fn metric_value(text: &str, name_with_labels: &str) -> f64 {
+    let wanted: String = name_with_labels
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .find(|(series, _)| {
+            series
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+                == wanted
+        })
+        .and_then(|(_, value)| value.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_series_by_name_and_labels() {
+        let text = "# HELP x\nankusa_store_redis_up 1\nankusa_store_requests_total{endpoint=\"hit\",result=\"ok\"} 42\n";
+        assert_eq!(metric_value(text, "ankusa_store_redis_up"), 1.0);
+        assert_eq!(
+            metric_value(
+                text,
+                "ankusa_store_requests_total{endpoint=\"hit\",result=\"ok\"}"
+            ),
+            42.0
+        );
+        assert_eq!(
+            metric_value(
+                text,
+                "ankusa_store_requests_total{endpoint=\"hit\",result=\"pending\"}"
+            ),
+            0.0
+        );
+    }
+}
