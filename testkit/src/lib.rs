@@ -5,9 +5,11 @@
 //! - [`http`]: a small blocking HTTP/1.1 client that returns every status as a value.
 //! - [`redis`]: a throw-away Redis, single or a 3-master Cluster.
 //! - [`store`]: the `ankusa-store` binary against a given Redis.
+//! - [`intake`]: the sample intake (the upstream the edges forward to).
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
 
 pub mod http;
+pub mod intake;
 pub mod paths;
 pub mod ports;
 pub mod process;

@@ -1,1 +1,8 @@
+//! The parts of a local Ankusa fleet that aren't Ankusa itself.
+//!
+//! - [`intake`]: the sample upstream ("queue writer") that stores admitted hooks durably.
+//! - [`ids`], [`codec`]: hook ids, seedable randomness, the encodings providers sign with.
 
+pub mod codec;
+pub mod ids;
+pub mod intake;

@@ -1,0 +1,68 @@
+//! The sample intake (`intake` from ankusa-tests) on a free port: the upstream
+//! every edge in a test forwards admitted hooks to.
+
+use crate::ports::free_port;
+use crate::process::{scratch_dir, Proc};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// A running intake, stopped on drop; its journal stays in `dir`.
+pub struct Intake {
+    pub proc: Proc,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+impl Intake {
+    pub fn start() -> Intake {
+        Self::start_on(free_port(), &scratch_dir("intake"), &[])
+    }
+
+    /// Starts on `port` with its journal in `dir` (restart on the same port and
+    /// folder to test what survives); `extra_args` e.g. `["--dedupe-ttl-ms", "500"]`.
+    pub fn start_on(port: u16, dir: &Path, extra_args: &[&str]) -> Intake {
+        let mut cmd = Command::new(crate::paths::workspace_bin("intake"));
+        cmd.args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--data-dir", &dir.join("data").display().to_string()])
+            .args(extra_args);
+        let mut proc = Proc::spawn("intake", cmd, &dir.join(format!("intake-{port}.log")));
+        proc.wait_for_port(port, Duration::from_secs(10));
+        Intake {
+            proc,
+            port,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// `GET /hooks`: every stored hook as `{"id","tenant","source","event_key"}`.
+    pub fn hooks(&self) -> Vec<serde_json::Value> {
+        let answer = crate::http::get(&format!("{}/hooks", self.url())).unwrap_or_else(|e| {
+            panic!(
+                "GET {}/hooks failed: {e}\n{}",
+                self.url(),
+                self.proc.log_tail()
+            )
+        });
+        assert_eq!(
+            answer.status,
+            200,
+            "GET /hooks answered {}: {}",
+            answer.status,
+            answer.text()
+        );
+        match answer.json() {
+            serde_json::Value::Array(hooks) => hooks,
+            other => panic!("GET /hooks is not a JSON array: {other}"),
+        }
+    }
+
+    /// Stops the process and waits for it (the journal stays).
+    pub fn stop(&mut self) {
+        self.proc.stop(Duration::from_secs(5));
+    }
+}
