@@ -11,10 +11,14 @@
 //! - [`node_buckets`]: node-scope GCRA buckets in a bounded ring of shared-data keys.
 //! - [`config`]: the plugin configuration, parsed and validated.
 //! - [`event_key`]: the provider event id a hook is deduplicated on.
+//! - [`route`]: which tenant and source a request path is for.
+//! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
 
 pub mod cas;
 pub mod config;
 pub mod event_key;
 pub mod gcra;
+pub mod hook_id;
 pub mod node_buckets;
+pub mod route;
 pub mod wire;
