@@ -9,11 +9,13 @@
 //! - [`gcra`]: the rate-limit arithmetic.
 //! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data.
 //! - [`node_buckets`]: node-scope GCRA buckets in a bounded ring of shared-data keys.
+//! - [`breaker`]: the node-wide fleet breaker (closed, open, probing) in one shared-data value.
 //! - [`config`]: the plugin configuration, parsed and validated.
 //! - [`event_key`]: the provider event id a hook is deduplicated on.
 //! - [`route`]: which tenant and source a request path is for.
 //! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
 
+pub mod breaker;
 pub mod cas;
 pub mod config;
 pub mod event_key;
