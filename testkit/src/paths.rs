@@ -17,8 +17,14 @@ pub fn target_dir() -> PathBuf {
 }
 
 /// A binary of this workspace (`ankusa-store`, `intake`, …), built by
-/// `cargo build --bins` (debug) or `--release`; the newer one wins.
+/// `cargo build --bins` (debug) or `--release`; the newer one wins, unless
+/// `ANKUSA_PROFILE` (`debug` or `release`) names the one to use.
 pub fn workspace_bin(name: &str) -> PathBuf {
+    if let Some(profile) = std::env::var_os("ANKUSA_PROFILE") {
+        let path = target_dir().join(&profile).join(name);
+        assert!(path.exists(), "{} is missing (ANKUSA_PROFILE={}): build it first", path.display(), profile.to_string_lossy());
+        return path;
+    }
     let candidates = [target_dir().join("debug").join(name), target_dir().join("release").join(name)];
     candidates
         .iter()

@@ -1,10 +1,12 @@
 //! The parts of a local Ankusa fleet that aren't Ankusa itself.
 //!
 //! - [`intake`]: the sample upstream ("queue writer") that stores admitted hooks durably.
+//! - [`fleet`]: Redis, the store, the intake and N Envoy edges as one unit.
 //! - [`provider`]: the mock webhook provider and its audit of the intake.
 //! - [`ids`], [`codec`]: hook ids, seedable randomness, the encodings providers sign with.
 
 pub mod codec;
+pub mod fleet;
 pub mod ids;
 pub mod intake;
 pub mod provider;
