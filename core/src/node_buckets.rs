@@ -16,7 +16,9 @@
 //!
 //! A TAT of 0 is "never charged" (GCRA treats a TAT at or before now as an
 //! idle bucket). `guests` is a 64-bit mask of tenants that shared the slot
-//! (one bit per tenant hash), cleared once the slot's buckets go idle.
+//! (one bit per tenant hash), cleared once the slot's buckets go idle. The
+//! filter charges only routed tenants (1 to 64 bytes of `[A-Za-z0-9_-]`), so
+//! a value stays under 90 bytes and the ring under `slots × 90` bytes.
 //! Placement, in probe order:
 //!
 //! 1. A slot holding the tenant is its bucket.
