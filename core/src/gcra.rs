@@ -43,7 +43,11 @@ pub fn check(tat: Option<u64>, now_us: u64, increment_us: u64, capacity_us: u64)
 /// Charges every bucket or none: the first denial wins and nothing is written.
 /// `tats[i]` is the TAT of `charges[i]`'s bucket; on admit, the new TATs in
 /// the same order.
-pub fn check_all(tats: &[Option<u64>], now_us: u64, charges: &[(u64, u64)]) -> Result<Vec<u64>, u64> {
+pub fn check_all(
+    tats: &[Option<u64>],
+    now_us: u64,
+    charges: &[(u64, u64)],
+) -> Result<Vec<u64>, u64> {
     let mut out = Vec::with_capacity(charges.len());
     let mut worst_wait = 0;
     for (tat, &(increment, capacity)) in tats.iter().zip(charges) {
@@ -90,12 +94,20 @@ impl Quota {
 
     /// The charge for `units` (1 for a hook, the body length for bytes).
     /// Zero units (an empty body) charges nothing: `Ok(None)`.
-    pub fn charge(&self, kind: ChargeKind, tenant: &str, units: u64) -> Result<Option<Charge>, ChargeError> {
+    pub fn charge(
+        &self,
+        kind: ChargeKind,
+        tenant: &str,
+        units: u64,
+    ) -> Result<Option<Charge>, ChargeError> {
         if units == 0 {
             return Ok(None);
         }
         if units > self.burst {
-            return Err(ChargeError::TooLarge { size: units, burst: self.burst });
+            return Err(ChargeError::TooLarge {
+                size: units,
+                burst: self.burst,
+            });
         }
         Ok(Some(Charge {
             kind,
@@ -124,7 +136,10 @@ mod tests {
                 other => panic!("burst not admitted: {other:?}"),
             }
         }
-        assert_eq!(check(tat, 1_000_000, inc, cap), Verdict::Deny { retry_after_us: T });
+        assert_eq!(
+            check(tat, 1_000_000, inc, cap),
+            Verdict::Deny { retry_after_us: T }
+        );
     }
 
     #[test]
@@ -133,21 +148,36 @@ mod tests {
         let Verdict::Deny { retry_after_us } = check(tat, 1_000_000, T, 5 * T) else {
             panic!("expected a denial")
         };
-        assert!(matches!(check(tat, 1_000_000 + retry_after_us, T, 5 * T), Verdict::Admit { .. }));
-        assert!(matches!(check(tat, 1_000_000 + retry_after_us - 1, T, 5 * T), Verdict::Deny { .. }));
+        assert!(matches!(
+            check(tat, 1_000_000 + retry_after_us, T, 5 * T),
+            Verdict::Admit { .. }
+        ));
+        assert!(matches!(
+            check(tat, 1_000_000 + retry_after_us - 1, T, 5 * T),
+            Verdict::Deny { .. }
+        ));
     }
 
     #[test]
     fn check_all_is_all_or_nothing_and_reports_the_longest_wait() {
         let now = 1_000_000;
         let full = Some(now + 5 * T);
-        assert_eq!(check_all(&[None, full], now, &[(T, 5 * T), (2 * T, 5 * T)]), Err(2 * T));
-        assert_eq!(check_all(&[None, None], now, &[(T, 5 * T), (T, 5 * T)]), Ok(vec![now + T, now + T]));
+        assert_eq!(
+            check_all(&[None, full], now, &[(T, 5 * T), (2 * T, 5 * T)]),
+            Err(2 * T)
+        );
+        assert_eq!(
+            check_all(&[None, None], now, &[(T, 5 * T), (T, 5 * T)]),
+            Ok(vec![now + T, now + T])
+        );
     }
 
     #[test]
     fn quota_turns_into_increment_and_capacity() {
-        let q = Quota { rate: 50, burst: 100 };
+        let q = Quota {
+            rate: 50,
+            burst: 100,
+        };
         assert_eq!(q.interval_us(), 20_000);
         let c = q.charge(ChargeKind::Hooks, "acme", 1).unwrap().unwrap();
         assert_eq!((c.increment_us, c.capacity_us), (20_000, 2_000_000));
@@ -155,10 +185,16 @@ mod tests {
 
     #[test]
     fn body_over_the_bytes_burst_is_too_large_not_admitted() {
-        let q = Quota { rate: 1024, burst: 4096 };
+        let q = Quota {
+            rate: 1024,
+            burst: 4096,
+        };
         assert_eq!(
             q.charge(ChargeKind::Bytes, "acme", 4097),
-            Err(ChargeError::TooLarge { size: 4097, burst: 4096 })
+            Err(ChargeError::TooLarge {
+                size: 4097,
+                burst: 4096
+            })
         );
         assert_eq!(q.charge(ChargeKind::Bytes, "acme", 0), Ok(None));
         assert!(q.charge(ChargeKind::Bytes, "acme", 4096).unwrap().is_some());
@@ -166,8 +202,14 @@ mod tests {
 
     #[test]
     fn huge_numbers_saturate_instead_of_overflowing() {
-        assert!(matches!(check(Some(u64::MAX), 5, u64::MAX, u64::MAX), Verdict::Deny { .. }));
-        let q = Quota { rate: u64::MAX, burst: u64::MAX };
+        assert!(matches!(
+            check(Some(u64::MAX), 5, u64::MAX, u64::MAX),
+            Verdict::Deny { .. }
+        ));
+        let q = Quota {
+            rate: u64::MAX,
+            burst: u64::MAX,
+        };
         assert_eq!(q.interval_us(), 1);
         assert_eq!(q.capacity_us(), u64::MAX);
     }

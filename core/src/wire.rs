@@ -148,14 +148,19 @@ impl fmt::Display for WireError {
 impl std::error::Error for WireError {}
 
 fn invalid(field: impl Into<String>, problem: impl Into<String>) -> WireError {
-    WireError { field: field.into(), problem: problem.into() }
+    WireError {
+        field: field.into(),
+        problem: problem.into(),
+    }
 }
 
 /// A tenant, source or node name: 1..=64 bytes of `[A-Za-z0-9_.-]`.
 pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_LEN
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
 fn check_name(field: &str, value: &str) -> Result<(), WireError> {
@@ -216,7 +221,9 @@ impl Claim {
 fn check_hook_id(field: &str, id: &str) -> Result<(), WireError> {
     if id.is_empty()
         || id.len() > MAX_HOOK_ID_LEN
-        || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     {
         return Err(invalid(
             field,
@@ -231,12 +238,18 @@ impl HitRequest {
     /// hash tag, so one script touches one Redis Cluster slot.
     pub fn validate(&self) -> Result<(), WireError> {
         if self.charges.is_empty() && self.claim.is_none() {
-            return Err(invalid("charges", "is empty and there is no claim: nothing to do"));
+            return Err(invalid(
+                "charges",
+                "is empty and there is no claim: nothing to do",
+            ));
         }
         if self.charges.len() > 2 {
             return Err(invalid(
                 "charges",
-                format!("has {} entries; at most 2 (hooks and bytes)", self.charges.len()),
+                format!(
+                    "has {} entries; at most 2 (hooks and bytes)",
+                    self.charges.len()
+                ),
             ));
         }
         for (i, charge) in self.charges.iter().enumerate() {
@@ -250,7 +263,10 @@ impl HitRequest {
             if charge.tenant != tenant {
                 return Err(invalid(
                     format!("charges[{i}].tenant"),
-                    format!("{:?} differs from {tenant:?}: one hit is one tenant", charge.tenant),
+                    format!(
+                        "{:?} differs from {tenant:?}: one hit is one tenant",
+                        charge.tenant
+                    ),
                 ));
             }
         }
@@ -317,12 +333,20 @@ mod tests {
     }
 
     fn charge(kind: ChargeKind) -> Charge {
-        Charge { kind, tenant: "acme".into(), increment_us: 2_000, capacity_us: 200_000 }
+        Charge {
+            kind,
+            tenant: "acme".into(),
+            increment_us: 2_000,
+            capacity_us: 200_000,
+        }
     }
 
     #[test]
     fn hit_request_round_trips_in_the_documented_shape() {
-        let req = HitRequest { charges: vec![charge(ChargeKind::Hooks)], claim: Some(claim()) };
+        let req = HitRequest {
+            charges: vec![charge(ChargeKind::Hooks)],
+            claim: Some(claim()),
+        };
         let json = serde_json::to_value(&req).unwrap();
         assert_eq!(json["charges"][0]["kind"], "hooks");
         assert_eq!(json["claim"]["source_id"], "gh");
@@ -333,8 +357,16 @@ mod tests {
     fn answers_are_tagged_by_result() {
         let cases = [
             (HitAnswer::Ok, r#"{"result":"ok"}"#),
-            (HitAnswer::Duplicate { hook_id: "h1".into() }, r#"{"result":"duplicate","hook_id":"h1"}"#),
-            (HitAnswer::Pending { retry_after_ms: 7 }, r#"{"result":"pending","retry_after_ms":7}"#),
+            (
+                HitAnswer::Duplicate {
+                    hook_id: "h1".into(),
+                },
+                r#"{"result":"duplicate","hook_id":"h1"}"#,
+            ),
+            (
+                HitAnswer::Pending { retry_after_ms: 7 },
+                r#"{"result":"pending","retry_after_ms":7}"#,
+            ),
             (
                 HitAnswer::RateLimited { retry_after_ms: 9 },
                 r#"{"result":"rate_limited","retry_after_ms":9}"#,
@@ -350,7 +382,10 @@ mod tests {
     fn settle_ops_are_tagged_by_op() {
         let text = serde_json::to_string(&SettleRequest {
             ops: vec![
-                SettleOp::Promote { claim: claim(), hook_id: "h2".into() },
+                SettleOp::Promote {
+                    claim: claim(),
+                    hook_id: "h2".into(),
+                },
                 SettleOp::Release { claim: claim() },
             ],
         })
@@ -362,7 +397,10 @@ mod tests {
     fn capacity_below_increment_is_refused_naming_the_field() {
         let mut c = charge(ChargeKind::Bytes);
         c.capacity_us = 10;
-        let req = HitRequest { charges: vec![c], claim: None };
+        let req = HitRequest {
+            charges: vec![c],
+            claim: None,
+        };
         assert_eq!(
             req.validate().unwrap_err().to_string(),
             "charges[0].capacity_us: 10 is below increment_us 2000: the charge could never be admitted"
@@ -373,15 +411,30 @@ mod tests {
     fn zero_increment_and_empty_names_are_refused() {
         let mut c = charge(ChargeKind::Hooks);
         c.increment_us = 0;
-        let err = HitRequest { charges: vec![c], claim: None }.validate().unwrap_err();
+        let err = HitRequest {
+            charges: vec![c],
+            claim: None,
+        }
+        .validate()
+        .unwrap_err();
         assert_eq!(err.field, "charges[0].increment_us");
         let mut cl = claim();
         cl.key.clear();
-        let err = HitRequest { charges: vec![], claim: Some(cl) }.validate().unwrap_err();
+        let err = HitRequest {
+            charges: vec![],
+            claim: Some(cl),
+        }
+        .validate()
+        .unwrap_err();
         assert_eq!(err.to_string(), "claim.key: must be 1 to 200 bytes, got 0");
         let mut cl = claim();
         cl.tenant.clear();
-        let err = HitRequest { charges: vec![], claim: Some(cl) }.validate().unwrap_err();
+        let err = HitRequest {
+            charges: vec![],
+            claim: Some(cl),
+        }
+        .validate()
+        .unwrap_err();
         assert_eq!(err.field, "claim.tenant");
     }
 
@@ -389,7 +442,10 @@ mod tests {
     fn one_hit_is_one_tenant() {
         let mut other = charge(ChargeKind::Bytes);
         other.tenant = "globex".into();
-        let req = HitRequest { charges: vec![charge(ChargeKind::Hooks), other], claim: None };
+        let req = HitRequest {
+            charges: vec![charge(ChargeKind::Hooks), other],
+            claim: None,
+        };
         assert_eq!(req.validate().unwrap_err().field, "charges[1].tenant");
         let req = HitRequest {
             charges: vec![charge(ChargeKind::Hooks), charge(ChargeKind::Hooks)],
@@ -400,9 +456,14 @@ mod tests {
 
     #[test]
     fn empty_hit_is_refused_and_unknown_fields_fail_to_parse() {
-        let req = HitRequest { charges: vec![], claim: None };
+        let req = HitRequest {
+            charges: vec![],
+            claim: None,
+        };
         assert_eq!(req.validate().unwrap_err().field, "charges");
-        assert!(serde_json::from_str::<HitRequest>(r#"{"charges":[],"claim":null,"x":1}"#).is_err());
+        assert!(
+            serde_json::from_str::<HitRequest>(r#"{"charges":[],"claim":null,"x":1}"#).is_err()
+        );
     }
 
     #[test]
@@ -410,7 +471,10 @@ mod tests {
         let mut bad = claim();
         bad.node = "edge 1".into();
         let req = SettleRequest {
-            ops: vec![SettleOp::Release { claim: claim() }, SettleOp::Release { claim: bad }],
+            ops: vec![
+                SettleOp::Release { claim: claim() },
+                SettleOp::Release { claim: bad },
+            ],
         };
         assert_eq!(req.validate().unwrap_err().field, "ops[1].claim.node");
     }

@@ -16,7 +16,10 @@ pub struct Response {
 impl Response {
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
-        self.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn text(&self) -> String {
@@ -25,8 +28,13 @@ impl Response {
 
     /// The body as JSON; panics naming the body if it isn't.
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("status {} body is not JSON ({e}): {}", self.status, self.text()))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "status {} body is not JSON ({e}): {}",
+                self.status,
+                self.text()
+            )
+        })
     }
 }
 
@@ -83,7 +91,10 @@ pub fn post_json(url: &str, body: &serde_json::Value) -> std::io::Result<Respons
 
 fn parse(raw: &[u8]) -> std::io::Result<Response> {
     let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| bad("no end of headers"))?;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| bad("no end of headers"))?;
     let head = std::str::from_utf8(&raw[..split]).map_err(|_| bad("headers are not UTF-8"))?;
     let mut lines = head.split("\r\n");
     let status_line = lines.next().ok_or_else(|| bad("no status line"))?;
@@ -97,11 +108,17 @@ fn parse(raw: &[u8]) -> std::io::Result<Response> {
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
     let mut body = raw[split + 4..].to_vec();
-    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
     if chunked {
         body = dechunk(&body).ok_or_else(|| bad("bad chunked body"))?;
     }
-    Ok(Response { status, headers, body })
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
 }
 
 fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
@@ -125,8 +142,17 @@ mod tests {
 
     #[test]
     fn parses_chunked_and_plain_answers() {
-        let plain = parse(b"HTTP/1.1 429 Too Many\r\nRetry-After: 2\r\ncontent-length: 2\r\n\r\nhi").unwrap();
-        assert_eq!((plain.status, plain.header("retry-after"), plain.text().as_str()), (429, Some("2"), "hi"));
+        let plain =
+            parse(b"HTTP/1.1 429 Too Many\r\nRetry-After: 2\r\ncontent-length: 2\r\n\r\nhi")
+                .unwrap();
+        assert_eq!(
+            (
+                plain.status,
+                plain.header("retry-after"),
+                plain.text().as_str()
+            ),
+            (429, Some("2"), "hi")
+        );
         let chunked = parse(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap();
         assert_eq!(chunked.text(), "abcde");
     }

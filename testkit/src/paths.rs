@@ -22,10 +22,18 @@ pub fn target_dir() -> PathBuf {
 pub fn workspace_bin(name: &str) -> PathBuf {
     if let Some(profile) = std::env::var_os("ANKUSA_PROFILE") {
         let path = target_dir().join(&profile).join(name);
-        assert!(path.exists(), "{} is missing (ANKUSA_PROFILE={}): build it first", path.display(), profile.to_string_lossy());
+        assert!(
+            path.exists(),
+            "{} is missing (ANKUSA_PROFILE={}): build it first",
+            path.display(),
+            profile.to_string_lossy()
+        );
         return path;
     }
-    let candidates = [target_dir().join("debug").join(name), target_dir().join("release").join(name)];
+    let candidates = [
+        target_dir().join("debug").join(name),
+        target_dir().join("release").join(name),
+    ];
     candidates
         .iter()
         .filter_map(|p| p.metadata().and_then(|m| m.modified()).ok().map(|t| (t, p.clone())))
@@ -53,6 +61,10 @@ pub fn envoy_bin() -> PathBuf {
         return PathBuf::from(p);
     }
     let path = workspace_root().join(".venv/bin/envoy");
-    assert!(path.exists(), "{} is missing: run scripts/setup.sh", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/setup.sh",
+        path.display()
+    );
     path
 }

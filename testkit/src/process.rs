@@ -25,14 +25,20 @@ impl Proc {
             .append(true)
             .open(log)
             .unwrap_or_else(|e| panic!("cannot open log {}: {e}", log.display()));
-        let err = out.try_clone().unwrap_or_else(|e| panic!("cannot dup log handle: {e}"));
+        let err = out
+            .try_clone()
+            .unwrap_or_else(|e| panic!("cannot dup log handle: {e}"));
         let child = cmd
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
-        Proc { name: name.to_string(), child: Some(child), log: log.to_path_buf() }
+        Proc {
+            name: name.to_string(),
+            child: Some(child),
+            log: log.to_path_buf(),
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -53,11 +59,19 @@ impl Proc {
                 return;
             }
             if !self.is_running() {
-                panic!("{} exited before listening on {port}:\n{}", self.name, self.log_tail());
+                panic!(
+                    "{} exited before listening on {port}:\n{}",
+                    self.name,
+                    self.log_tail()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("{} did not listen on {port} within {timeout:?}:\n{}", self.name, self.log_tail());
+        panic!(
+            "{} did not listen on {port} within {timeout:?}:\n{}",
+            self.name,
+            self.log_tail()
+        );
     }
 
     /// The last 40 lines of the child's output.
@@ -83,7 +97,10 @@ impl Proc {
             return status.code();
         }
         self.signal("CONT");
-        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = child.try_wait() {

@@ -21,11 +21,24 @@ impl Redis {
     /// Starts on `port` with its files in `dir` (used to restart on the same port).
     pub fn start_on(port: u16, dir: &std::path::Path) -> Redis {
         let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--dir", &dir.display().to_string()]);
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--dir", &dir.display().to_string()]);
         let mut proc = Proc::spawn("redis-server", cmd, &dir.join(format!("redis-{port}.log")));
         proc.wait_for_port(port, Duration::from_secs(10));
-        Redis { port, proc, dir: dir.to_path_buf() }
+        Redis {
+            port,
+            proc,
+            dir: dir.to_path_buf(),
+        }
     }
 
     pub fn url(&self) -> String {
@@ -62,26 +75,55 @@ impl RedisCluster {
             let node_dir = dir.join(port.to_string());
             std::fs::create_dir_all(&node_dir).unwrap_or_else(|e| panic!("mkdir: {e}"));
             let mut cmd = Command::new("redis-server");
-            cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
-                .args(["--cluster-config-file", &node_dir.join("nodes.conf").display().to_string()])
-                .args(["--dir", &node_dir.display().to_string()]);
+            cmd.args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+            .args([
+                "--cluster-config-file",
+                &node_dir.join("nodes.conf").display().to_string(),
+            ])
+            .args(["--dir", &node_dir.display().to_string()]);
             let mut proc = Proc::spawn("redis-cluster-node", cmd, &node_dir.join("redis.log"));
             proc.wait_for_port(port, Duration::from_secs(10));
-            nodes.push(Redis { port, proc, dir: node_dir });
+            nodes.push(Redis {
+                port,
+                proc,
+                dir: node_dir,
+            });
         }
-        let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
         let out = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(&addrs)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .output()
             .unwrap_or_else(|e| panic!("cannot run redis-cli --cluster create: {e}"));
-        assert!(out.status.success(), "cluster create failed: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "cluster create failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         // Wait until every node agrees the cluster is up.
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while !nodes.iter().all(|n| n.cli(&["cluster", "info"]).contains("cluster_state:ok")) {
-            assert!(std::time::Instant::now() < deadline, "cluster never reached cluster_state:ok");
+        while !nodes
+            .iter()
+            .all(|n| n.cli(&["cluster", "info"]).contains("cluster_state:ok"))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "cluster never reached cluster_state:ok"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         RedisCluster { nodes }
@@ -89,6 +131,10 @@ impl RedisCluster {
 
     /// `redis+cluster://` style list of node URLs, comma separated.
     pub fn url(&self) -> String {
-        self.nodes.iter().map(|n| n.url()).collect::<Vec<_>>().join(",")
+        self.nodes
+            .iter()
+            .map(|n| n.url())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
