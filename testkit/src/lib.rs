@@ -7,7 +7,9 @@
 //! - [`store`]: the `ankusa-store` binary against a given Redis.
 //! - [`intake`]: the sample intake (the upstream the edges forward to).
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
+//! - [`envoy`]: a real Envoy edge with the Ankusa filter.
 
+pub mod envoy;
 pub mod http;
 pub mod intake;
 pub mod paths;

@@ -1,0 +1,218 @@
+//! The filter's Envoy stats, defined once per VM with their ids cached.
+//!
+//! Envoy custom metrics have no labels of their own: a label is encoded in the
+//! name (`ankusa_admissions_total_outcome=.=admitted;.;`) and the bootstrap's
+//! `stats_config.stats_tags` turns it back into `{outcome="admitted"}` in
+//! `/stats/prometheus`. Every metric write is best effort: a stat is never
+//! worth failing a hook over.
+
+use proxy_wasm::hostcalls;
+use proxy_wasm::types::MetricType;
+
+/// How one hook was answered.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    /// Forwarded upstream.
+    Admitted,
+    /// Answered 201 with the original hook's id.
+    Duplicate,
+    /// 409: another copy is in flight.
+    Pending,
+    /// 429.
+    RateLimited,
+    /// 404: not a webhook path, unknown source, invalid tenant.
+    NotFound,
+    /// 413: body over `max_body_bytes` or the bytes burst.
+    TooLarge,
+    /// 405: not a POST.
+    BadMethod,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Admitted,
+        Outcome::Duplicate,
+        Outcome::Pending,
+        Outcome::RateLimited,
+        Outcome::NotFound,
+        Outcome::TooLarge,
+        Outcome::BadMethod,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Admitted => "admitted",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Pending => "pending",
+            Outcome::RateLimited => "rate_limited",
+            Outcome::NotFound => "not_found",
+            Outcome::TooLarge => "too_large",
+            Outcome::BadMethod => "bad_method",
+        }
+    }
+}
+
+/// Which limiter a degraded gauge is about.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    RateLimit,
+    Dedupe,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::RateLimit => "rate_limit",
+            Kind::Dedupe => "dedupe",
+        }
+    }
+}
+
+/// A metric name carrying one label, in the form the bootstrap's stats_tags extract.
+pub fn labelled(name: &str, label: &str, value: &str) -> String {
+    format!("{name}_{label}=.={value};.;")
+}
+
+/// Metric ids of this VM; 0 (never handed out by Envoy) when a define failed.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    admissions: Vec<(Outcome, u32)>,
+    fallback: u32,
+    call_ms: u32,
+    breaker_state: u32,
+    degraded_rate: u32,
+    degraded_dedupe: u32,
+    settle_dropped: u32,
+    settle_depth: u32,
+    settle_batches_ok: u32,
+    settle_batches_failed: u32,
+    resets: u32,
+}
+
+fn define(kind: MetricType, name: &str) -> u32 {
+    hostcalls::define_metric(kind, name).unwrap_or(0)
+}
+
+impl Metrics {
+    /// Defines every metric; Envoy maps a repeated name to the same stat, so
+    /// every root context (one per worker VM) may call this.
+    pub fn define() -> Metrics {
+        use MetricType::{Counter, Gauge, Histogram};
+        Metrics {
+            admissions: Outcome::ALL
+                .iter()
+                .map(|o| {
+                    (
+                        *o,
+                        define(
+                            Counter,
+                            &labelled("ankusa_admissions_total", "outcome", o.as_str()),
+                        ),
+                    )
+                })
+                .collect(),
+            fallback: define(Counter, "ankusa_fleet_fallback_total"),
+            call_ms: define(Histogram, "ankusa_fleet_call_ms"),
+            breaker_state: define(Gauge, "ankusa_fleet_breaker_state"),
+            degraded_rate: define(
+                Gauge,
+                &labelled("ankusa_fleet_limiter_degraded", "kind", "rate_limit"),
+            ),
+            degraded_dedupe: define(
+                Gauge,
+                &labelled("ankusa_fleet_limiter_degraded", "kind", "dedupe"),
+            ),
+            settle_dropped: define(Counter, "ankusa_fleet_settle_dropped_total"),
+            settle_depth: define(Gauge, "ankusa_fleet_settle_queue_depth"),
+            settle_batches_ok: define(
+                Counter,
+                &labelled("ankusa_fleet_settle_batches_total", "result", "ok"),
+            ),
+            settle_batches_failed: define(
+                Counter,
+                &labelled("ankusa_fleet_settle_batches_total", "result", "failed"),
+            ),
+            resets: define(Counter, "ankusa_fleet_resets_total"),
+        }
+    }
+
+    fn inc(id: u32, by: i64) {
+        if id != 0 {
+            let _ = hostcalls::increment_metric(id, by);
+        }
+    }
+
+    fn set(id: u32, value: u64) {
+        if id != 0 {
+            let _ = hostcalls::record_metric(id, value);
+        }
+    }
+
+    pub fn admission(&self, outcome: Outcome) {
+        if let Some((_, id)) = self.admissions.iter().find(|(o, _)| *o == outcome) {
+            Self::inc(*id, 1);
+        }
+    }
+
+    pub fn fallback(&self) {
+        Self::inc(self.fallback, 1);
+    }
+
+    /// One fleet call's latency, answered or failed.
+    pub fn call_ms(&self, ms: u64) {
+        Self::set(self.call_ms, ms);
+    }
+
+    /// 0 closed, 1 open, 2 probing.
+    pub fn breaker_state(&self, state: u64) {
+        Self::set(self.breaker_state, state);
+    }
+
+    pub fn degraded(&self, kind: Kind, on: bool) {
+        let id = match kind {
+            Kind::RateLimit => self.degraded_rate,
+            Kind::Dedupe => self.degraded_dedupe,
+        };
+        Self::set(id, u64::from(on));
+    }
+
+    pub fn settle_dropped(&self, n: u64) {
+        Self::inc(self.settle_dropped, i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    pub fn settle_depth(&self, depth: u64) {
+        Self::set(self.settle_depth, depth);
+    }
+
+    pub fn settle_batch(&self, ok: bool) {
+        Self::inc(
+            if ok {
+                self.settle_batches_ok
+            } else {
+                self.settle_batches_failed
+            },
+            1,
+        );
+    }
+
+    pub fn reset_sent(&self) {
+        Self::inc(self.resets, 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_encoded_the_way_stats_tags_extract_them() {
+        assert_eq!(
+            labelled(
+                "ankusa_fleet_limiter_degraded",
+                "kind",
+                Kind::RateLimit.as_str()
+            ),
+            "ankusa_fleet_limiter_degraded_kind=.=rate_limit;.;"
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! What one hook costs where, and how the store's answer becomes a reply.
+//!
+//! Pure: no host, no clock. The rule that shapes it: a duplicate spends no
+//! charge. With both kinds in the fleet, the store checks the claim before it
+//! charges (one script). With fleet dedupe and node rate, the claim goes alone
+//! and the node buckets are charged only once the store says `ok` — and if
+//! they then refuse, the claim is released. With fleet rate and node dedupe,
+//! the charges go alone and dedupe is the upstream's own index.
+
+use ankusa_core::config::{Config, Scope};
+use ankusa_core::gcra::ChargeError;
+use ankusa_core::wire::{Charge, ChargeKind, Claim, HitAnswer, HitRequest};
+
+/// One routed hook, as far as admission cares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookFacts {
+    pub tenant: String,
+    pub source_id: String,
+    pub hook_id: String,
+    pub event_key: Option<String>,
+    /// Body bytes (0: no body, or bytes not limited).
+    pub body_len: u64,
+}
+
+/// Where the charges of one hook go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Every charge of the hook: what a node-local answer spends.
+    pub charges: Vec<Charge>,
+    /// The one store call, when any kind is fleet-scoped and has something to send.
+    pub fleet: Option<HitRequest>,
+    /// Charges to take from the node buckets once the store said `ok` (node rate, fleet dedupe).
+    pub node_after_ok: Vec<Charge>,
+}
+
+/// Why a hook can't be planned: its body could never be admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLarge {
+    pub size: u64,
+    pub limit: u64,
+}
+
+pub fn is_fleet(scope: &Scope) -> bool {
+    matches!(scope, Scope::Fleet)
+}
+
+/// The hook's charges and, for fleet scopes, the store request.
+pub fn plan(config: &Config, node: &str, hook: &HookFacts) -> Result<Plan, TooLarge> {
+    let limits = config.rate_limits.for_tenant(&hook.tenant);
+    let mut charges = Vec::with_capacity(2);
+    let too_large = |e: ChargeError| match e {
+        ChargeError::TooLarge { size, burst } => TooLarge { size, limit: burst },
+    };
+    if let Some(c) = limits
+        .hooks
+        .charge(ChargeKind::Hooks, &hook.tenant, 1)
+        .map_err(too_large)?
+    {
+        charges.push(c);
+    }
+    if let Some(bytes) = &limits.bytes {
+        if let Some(c) = bytes
+            .charge(ChargeKind::Bytes, &hook.tenant, hook.body_len)
+            .map_err(too_large)?
+        {
+            charges.push(c);
+        }
+    }
+    let claim = match (&hook.event_key, is_fleet(&config.dedupe.scope)) {
+        (Some(key), true) => {
+            let ttl_ms = config
+                .sources
+                .get(&hook.source_id)
+                .map_or(259_200_000, |s| s.ttl_ms);
+            Some(Claim {
+                tenant: hook.tenant.clone(),
+                source_id: hook.source_id.clone(),
+                key: key.clone(),
+                hook_id: hook.hook_id.clone(),
+                node: node.to_string(),
+                ttl_ms,
+                pending_ttl_ms: config.fleet.pending_ttl_ms,
+            })
+        }
+        _ => None,
+    };
+    let fleet_rate = is_fleet(&config.rate_limits.scope);
+    let (fleet_charges, node_after_ok) = if fleet_rate {
+        (charges.clone(), Vec::new())
+    } else {
+        (Vec::new(), charges.clone())
+    };
+    let fleet = (!fleet_charges.is_empty() || claim.is_some()).then_some(HitRequest {
+        charges: fleet_charges,
+        claim,
+    });
+    Ok(Plan {
+        charges,
+        fleet,
+        node_after_ok,
+    })
+}
+
+/// How a fleet call failed; every shape means "answer node-local".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallFailure {
+    /// `dispatch_http_call` refused at once (no healthy host, bad cluster).
+    Dispatch,
+    /// A reset: the callback came with no `:status`.
+    NoStatus,
+    /// Any status but 200 (Envoy's own 503 for a refused connect, 504 for a timeout).
+    Status(String),
+    /// 200 with a body that is not a hit answer.
+    Unparsable,
+}
+
+impl std::fmt::Display for CallFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallFailure::Dispatch => write!(f, "the store cluster took no call"),
+            CallFailure::NoStatus => write!(f, "the store call was reset"),
+            CallFailure::Status(s) => write!(f, "the store answered {s}"),
+            CallFailure::Unparsable => write!(f, "the store's answer is not a hit answer"),
+        }
+    }
+}
+
+/// The store's answer from the callout's `:status` and body.
+pub fn parse_answer(status: Option<&str>, body: Option<&[u8]>) -> Result<HitAnswer, CallFailure> {
+    match status {
+        None => Err(CallFailure::NoStatus),
+        Some("200") => {
+            serde_json::from_slice(body.unwrap_or_default()).map_err(|_| CallFailure::Unparsable)
+        }
+        Some(other) => Err(CallFailure::Status(other.to_string())),
+    }
+}
+
+/// `Retry-After` in whole seconds, at least 1 (a 0 invites an instant retry storm).
+pub fn retry_after_secs(ms: u64) -> u64 {
+    ms.div_ceil(1_000).max(1)
+}
+
+/// A local reply: status, JSON body, extra headers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalReply {
+    pub status: u32,
+    pub body: String,
+    pub retry_after: Option<u64>,
+}
+
+impl LocalReply {
+    fn json(status: u32, body: serde_json::Value) -> LocalReply {
+        LocalReply {
+            status,
+            body: body.to_string(),
+            retry_after: None,
+        }
+    }
+
+    pub fn duplicate(original: &str) -> LocalReply {
+        Self::json(
+            201,
+            serde_json::json!({"status": "accepted", "id": original, "duplicate": true}),
+        )
+    }
+
+    pub fn pending(retry_after_ms: u64) -> LocalReply {
+        LocalReply {
+            retry_after: Some(retry_after_secs(retry_after_ms)),
+            ..Self::json(409, serde_json::json!({"error": "dedupe_pending"}))
+        }
+    }
+
+    pub fn rate_limited(retry_after_ms: u64) -> LocalReply {
+        LocalReply {
+            retry_after: Some(retry_after_secs(retry_after_ms)),
+            ..Self::json(429, serde_json::json!({"error": "rate_limited"}))
+        }
+    }
+
+    pub fn not_found(message: &str) -> LocalReply {
+        Self::json(
+            404,
+            serde_json::json!({"error": "not_found", "message": message}),
+        )
+    }
+
+    pub fn too_large(size: u64, limit: u64) -> LocalReply {
+        Self::json(
+            413,
+            serde_json::json!({"error": "too_large",
+                "message": format!("body of {size} bytes is over the limit of {limit}")}),
+        )
+    }
+
+    pub fn bad_method(method: &str) -> LocalReply {
+        Self::json(
+            405,
+            serde_json::json!({"error": "method_not_allowed",
+                "message": format!("{method} is not accepted; webhooks are POSTed")}),
+        )
+    }
+}
+
+/// The upstream's hook id when it reported an older copy of its own, else ours.
+pub fn committed_id<'a>(ours: &'a str, upstream: Option<&'a str>) -> &'a str {
+    match upstream {
+        Some(id) if !id.is_empty() && id.len() <= ankusa_core::wire::MAX_HOOK_ID_LEN => id,
+        _ => ours,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,462 @@
+//! The root context: one per worker VM (plus Envoy's throw-away canary).
+//!
+//! `on_configure` parses and validates the plugin configuration, refusing a
+//! bad one with a log line naming the field; defines the metrics; pre-creates
+//! every shared-data key the filter will touch (a compare-and-swap on a key
+//! that was never written can't be checked); and notices a reload that changed
+//! a tenant's limits. `on_tick` drives the settle drainer and sends queued
+//! store resets.
+
+use crate::http::Hook;
+use crate::metrics::Metrics;
+use crate::settle::{self, Enqueued, Queued};
+use crate::shared::{now_ms, now_us, HostStore};
+use ankusa_core::breaker::{Breaker, BreakerState};
+use ankusa_core::cas::{ensure_keys, CasStore};
+use ankusa_core::config::{Config, Limits, Scope};
+use ankusa_core::node_buckets::NodeBuckets;
+use ankusa_core::wire::{self, ResetRequest};
+use proxy_wasm::hostcalls;
+use proxy_wasm::traits::{Context, HttpContext, RootContext};
+use proxy_wasm::types::{BufferType, ContextType, MapType};
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The one shared-data map, seen through the core's seam.
+pub static HOST: HostStore = HostStore;
+
+/// Node buckets live in a fixed ring of this many keys, whatever tenant names arrive.
+pub const BUCKET_SLOTS: usize = 1024;
+pub const BUCKET_PREFIX: &str = "ankusa:nb:";
+pub const BREAKER_KEY: &str = "ankusa:breaker";
+/// The last configuration's tenant limits (JSON), to spot a reload that changed one.
+pub const LIMITS_KEY: &str = "ankusa:limits";
+/// Tenants whose fleet buckets the store should forget (JSON array), sent from a tick.
+pub const RESETS_KEY: &str = "ankusa:resets";
+/// When the degraded warning was last logged (ms, u64 LE): once a minute node-wide.
+pub const WARNED_KEY: &str = "ankusa:warned";
+
+/// A settle batch or reset may take longer than one hit: it carries up to
+/// `settle_batch_max` operations and nobody waits on it.
+pub const BACKGROUND_TIMEOUT_MS: u64 = 2_000;
+
+/// Everything a hook needs, built once per configuration and shared by the
+/// VM's HTTP contexts.
+pub struct Runtime {
+    pub config: Config,
+    /// This edge's name in claims: the config's "node", else Envoy's node id,
+    /// read on first use (Envoy's canary VM runs `on_configure` before the
+    /// node properties are available).
+    node: std::cell::OnceCell<String>,
+    pub metrics: Metrics,
+    /// The settle queue (None if Envoy refused to register it: settles are then dropped and counted).
+    pub queue_id: Option<u32>,
+}
+
+impl Runtime {
+    pub fn node(&self) -> &str {
+        self.node.get_or_init(|| match &self.config.node {
+            Some(node) => node.clone(),
+            None => envoy_node_id(),
+        })
+    }
+
+    pub fn buckets(&self) -> NodeBuckets<'static, HostStore> {
+        NodeBuckets::new(&HOST, BUCKET_PREFIX, BUCKET_SLOTS)
+    }
+
+    pub fn breaker(&self) -> Breaker<'static, HostStore> {
+        Breaker::new(&HOST, BREAKER_KEY, self.config.fleet.breaker)
+    }
+
+    /// Queues a settle operation; a full queue drops it and counts the drop.
+    pub fn settle(&self, item: Queued) {
+        let outcome = match self.queue_id {
+            Some(id) => settle::enqueue(&HOST, id, self.config.fleet.settle_queue_max, &item),
+            None => Enqueued::Dropped,
+        };
+        match outcome {
+            Enqueued::Queued(depth) => self.metrics.settle_depth(depth),
+            Enqueued::Dropped => self.metrics.settle_dropped(1),
+        }
+    }
+
+    /// Logs `why` at most once a minute node-wide.
+    pub fn warn_degraded(&self, why: &str) {
+        let now = now_ms();
+        let won = crate::shared::update_u64(&HOST, WARNED_KEY, |last| {
+            (now.saturating_sub(last) >= 60_000).then_some(now)
+        });
+        if matches!(won, Some(Ok(_))) {
+            log::warn!("ankusa: fleet limiter degraded, answering from this node alone: {why}");
+        }
+    }
+
+    /// The breaker's state as the gauge shows it.
+    pub fn show_breaker(&self, now_us: u64) {
+        let value = match self.breaker().state(now_us) {
+            BreakerState::Closed => 0,
+            BreakerState::Open => 1,
+            BreakerState::Probing => 2,
+        };
+        self.metrics.breaker_state(value);
+    }
+}
+
+/// Background calls in flight from this root context.
+enum Background {
+    Settle(Vec<Queued>),
+    Reset,
+}
+
+pub struct Root {
+    runtime: Option<Rc<Runtime>>,
+    inflight: HashMap<u32, Background>,
+}
+
+impl Root {
+    pub fn new(_context_id: u32) -> Root {
+        Root {
+            runtime: None,
+            inflight: HashMap::new(),
+        }
+    }
+
+    fn configure(&mut self) -> Result<Rc<Runtime>, String> {
+        let bytes = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let config = Config::parse(&bytes).map_err(|e| e.to_string())?;
+        let metrics = Metrics::define();
+        let buckets = NodeBuckets::new(&HOST, BUCKET_PREFIX, BUCKET_SLOTS);
+        let fixed = [
+            BREAKER_KEY,
+            LIMITS_KEY,
+            RESETS_KEY,
+            WARNED_KEY,
+            settle::DEPTH_KEY,
+            settle::LEASE_KEY,
+        ];
+        ensure_keys(
+            &HOST,
+            buckets.keys().chain(fixed.iter().map(|k| k.to_string())),
+        );
+        let queue_id = hostcalls::register_shared_queue(settle::QUEUE).ok();
+        let runtime = Runtime {
+            config,
+            node: std::cell::OnceCell::new(),
+            metrics,
+            queue_id,
+        };
+        note_limit_changes(&runtime);
+        Ok(Rc::new(runtime))
+    }
+
+    fn drain(&mut self, rt: &Runtime) {
+        let fleet = &rt.config.fleet;
+        let Some(queue_id) = rt.queue_id else { return };
+        // One batch in flight per worker: a slow store makes batches bigger, not more.
+        if self
+            .inflight
+            .values()
+            .any(|b| matches!(b, Background::Settle(_)))
+        {
+            return;
+        }
+        let now = now_us();
+        if rt.breaker().state(now) == BreakerState::Open {
+            return; // held, within the same bound, until the store is back
+        }
+        if !settle::take_lease(&HOST, now / 1_000, fleet.settle_interval_ms) {
+            return;
+        }
+        let (batch, garbage) = settle::dequeue_batch(&HOST, queue_id, fleet.settle_batch_max);
+        rt.metrics.settle_dropped(garbage);
+        if batch.is_empty() {
+            return;
+        }
+        rt.metrics
+            .settle_depth(crate::shared::read_u64(&HOST, settle::DEPTH_KEY).0);
+        let body = settle::request_body(&batch);
+        match self.call(rt, "/v1/settle", &body) {
+            Ok(token) => {
+                self.inflight.insert(token, Background::Settle(batch));
+            }
+            Err(()) => settled(rt, batch, false),
+        }
+    }
+
+    fn send_resets(&mut self, rt: &Runtime) {
+        let (bytes, version) = HOST.get(RESETS_KEY);
+        if bytes.is_empty() || !HOST.compare_and_set(RESETS_KEY, &[], version) {
+            return;
+        }
+        let tenants: Vec<String> = serde_json::from_slice(&bytes).unwrap_or_default();
+        for tenant in tenants {
+            let body = serde_json::to_vec(&ResetRequest { tenant }).unwrap_or_default();
+            if let Ok(token) = self.call(rt, "/v1/reset", &body) {
+                rt.metrics.reset_sent();
+                self.inflight.insert(token, Background::Reset);
+            }
+        }
+    }
+
+    fn call(&self, rt: &Runtime, path: &str, body: &[u8]) -> Result<u32, ()> {
+        let budget = BACKGROUND_TIMEOUT_MS.to_string();
+        let headers = vec![
+            (":method", "POST"),
+            (":path", path),
+            (":authority", rt.config.fleet.authority.as_str()),
+            ("content-type", "application/json"),
+            (wire::BUDGET_HEADER, budget.as_str()),
+        ];
+        hostcalls::dispatch_http_call(
+            &rt.config.fleet.cluster,
+            headers,
+            Some(body),
+            vec![],
+            Duration::from_millis(BACKGROUND_TIMEOUT_MS),
+        )
+        .map_err(|_| ())
+    }
+}
+
+/// A batch's fate: counted, and on failure queued again or dropped.
+fn settled(rt: &Runtime, batch: Vec<Queued>, ok: bool) {
+    rt.metrics.settle_batch(ok);
+    if ok {
+        return;
+    }
+    let (again, dropped) = settle::after_failure(batch, rt.config.fleet.settle_retries);
+    rt.metrics.settle_dropped(dropped);
+    for item in again {
+        rt.settle(item);
+    }
+}
+
+/// Envoy's node id (`--service-node`) as a wire name: characters outside
+/// `[A-Za-z0-9_.-]` become `-`, at most 64 bytes, "edge" if there is none.
+fn envoy_node_id() -> String {
+    let id = hostcalls::get_property(vec!["node", "id"])
+        .ok()
+        .flatten()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default();
+    wire_name(&id)
+}
+
+pub fn wire_name(id: &str) -> String {
+    let clean: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(wire::MAX_NAME_LEN)
+        .collect();
+    if clean.is_empty() {
+        "edge".to_string()
+    } else {
+        clean
+    }
+}
+
+/// A tenant's limits in a form two configurations compare by.
+fn fingerprint(limits: &Limits) -> String {
+    let bytes = limits
+        .bytes
+        .map_or(String::from("-"), |b| format!("{}/{}", b.rate, b.burst));
+    format!("{}/{};{bytes}", limits.hooks.rate, limits.hooks.burst)
+}
+
+/// Every configured tenant's limits, plus the default under "*".
+pub fn limits_map(config: &Config) -> BTreeMap<String, String> {
+    let mut map: BTreeMap<String, String> = config
+        .rate_limits
+        .tenants
+        .iter()
+        .map(|(t, l)| (t.clone(), fingerprint(l)))
+        .collect();
+    map.insert("*".to_string(), fingerprint(&config.rate_limits.default));
+    map
+}
+
+/// Tenants whose effective limit differs between two limit maps. A change to
+/// the default ("*") concerns tenants nobody configured; their buckets
+/// converge within one burst period, so it resets nothing.
+pub fn changed_tenants(
+    old: &BTreeMap<String, String>,
+    new: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let effective =
+        |map: &BTreeMap<String, String>, t: &str| map.get(t).or_else(|| map.get("*")).cloned();
+    let mut tenants: Vec<String> = old
+        .keys()
+        .chain(new.keys())
+        .filter(|t| t.as_str() != "*")
+        .filter(|t| effective(old, t) != effective(new, t))
+        .cloned()
+        .collect();
+    tenants.sort();
+    tenants.dedup();
+    tenants
+}
+
+/// On a reload, the first root context to see new limits resets the changed
+/// tenants' node buckets and queues a store reset for a tick to send (the
+/// canary that runs `on_configure` first never ticks).
+fn note_limit_changes(rt: &Runtime) {
+    let new = limits_map(&rt.config);
+    let Ok(new_bytes) = serde_json::to_vec(&new) else {
+        return;
+    };
+    let (old_bytes, version) = HOST.get(LIMITS_KEY);
+    if old_bytes == new_bytes || !HOST.compare_and_set(LIMITS_KEY, &new_bytes, version) {
+        return;
+    }
+    let Ok(old) = serde_json::from_slice::<BTreeMap<String, String>>(&old_bytes) else {
+        return; // first configuration on this node: nothing to reset
+    };
+    let tenants = changed_tenants(&old, &new);
+    if tenants.is_empty() {
+        return;
+    }
+    log::info!("ankusa: limits changed for {tenants:?}; resetting their buckets");
+    let buckets = rt.buckets();
+    for t in &tenants {
+        buckets.reset(t);
+    }
+    if rt.config.rate_limits.scope == Scope::Fleet {
+        let _ = crate::shared::update_bytes(&HOST, RESETS_KEY, |pending| {
+            let mut list: Vec<String> = serde_json::from_slice(pending).unwrap_or_default();
+            list.extend(tenants.iter().cloned());
+            list.sort();
+            list.dedup();
+            serde_json::to_vec(&list).ok()
+        });
+    }
+}
+
+impl Context for Root {
+    fn on_http_call_response(
+        &mut self,
+        token: u32,
+        _headers: usize,
+        _body: usize,
+        _trailers: usize,
+    ) {
+        let Some(background) = self.inflight.remove(&token) else {
+            return;
+        };
+        let Some(rt) = self.runtime.clone() else {
+            return;
+        };
+        let status = hostcalls::get_map_value(MapType::HttpCallResponseHeaders, ":status")
+            .ok()
+            .flatten();
+        let ok = status.as_deref().is_some_and(|s| s.starts_with('2'));
+        match background {
+            Background::Settle(batch) => settled(&rt, batch, ok),
+            Background::Reset => {
+                if !ok {
+                    log::info!("ankusa: store reset answered {status:?}; its buckets converge on their own");
+                }
+            }
+        }
+    }
+}
+
+impl RootContext for Root {
+    fn on_configure(&mut self, _size: usize) -> bool {
+        match self.configure() {
+            Ok(runtime) => {
+                let tick = runtime.config.fleet.settle_interval_ms.max(1);
+                let _ = hostcalls::set_tick_period(Duration::from_millis(tick));
+                self.runtime = Some(runtime);
+                true
+            }
+            Err(message) => {
+                log::error!("ankusa: configuration refused: {message}");
+                false
+            }
+        }
+    }
+
+    fn on_tick(&mut self) {
+        let Some(rt) = self.runtime.clone() else {
+            return;
+        };
+        if !rt.config.uses_store() {
+            return;
+        }
+        self.send_resets(&rt);
+        self.drain(&rt);
+    }
+
+    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+        Some(Box::new(Hook::new(self.runtime.clone())))
+    }
+
+    fn get_type(&self) -> Option<ContextType> {
+        Some(ContextType::HttpContext)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_changed_added_or_removed_tenant_limit_is_a_change() {
+        let old = map(&[
+            ("*", "50/100;-"),
+            ("acme", "500/1000;-"),
+            ("gone", "1/1;-"),
+            ("same", "2/2;-"),
+        ]);
+        let new = map(&[
+            ("*", "60/100;-"),
+            ("acme", "400/1000;-"),
+            ("same", "2/2;-"),
+            ("new", "5/5;-"),
+        ]);
+        assert_eq!(changed_tenants(&old, &new), ["acme", "gone", "new"]);
+    }
+
+    #[test]
+    fn a_tenant_moved_to_the_default_it_already_had_is_no_change() {
+        let old = map(&[("*", "50/100;-"), ("acme", "50/100;-")]);
+        let new = map(&[("*", "50/100;-")]);
+        assert!(changed_tenants(&old, &new).is_empty());
+    }
+
+    #[test]
+    fn envoy_node_ids_become_wire_names() {
+        assert_eq!(wire_name("edge-1"), "edge-1");
+        assert_eq!(wire_name("pod/edge 1"), "pod-edge-1");
+        assert_eq!(wire_name(""), "edge");
+        assert_eq!(wire_name(&"x".repeat(80)).len(), 64);
+    }
+
+    #[test]
+    fn fingerprints_include_the_bytes_quota() {
+        let config = Config::parse(
+            br#"{"sources":{"gh":{"dedupe":"github"}},
+                 "rate_limits":{"default":{"rate":1,"burst":2,"bytes_rate":3,"bytes_burst":4}}}"#,
+        )
+        .unwrap();
+        assert_eq!(limits_map(&config)["*"], "1/2;3/4");
+    }
+}

@@ -1,0 +1,269 @@
+//! A real Envoy edge with the Ankusa filter, on free loopback ports.
+//!
+//! The bootstrap is `envoy/edge.template.yaml` with its `{{NAME}}`
+//! placeholders filled in, written to a scratch folder beside Envoy's log.
+
+use crate::http::{self, Response};
+use crate::paths;
+use crate::ports::free_port;
+use crate::process::{scratch_dir, Proc};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The bootstrap template, the one file both the tests and the fleet command render.
+pub const TEMPLATE: &str = include_str!("../../envoy/edge.template.yaml");
+
+/// What one edge listens on and talks to.
+#[derive(Clone, Debug)]
+pub struct EdgeSpec {
+    /// Envoy's node id (`--service-node`); the filter uses it when its config names no node.
+    pub node: String,
+    pub listen_port: u16,
+    pub admin_port: u16,
+    /// The `intake` cluster's one host, 127.0.0.1:`upstream_port`.
+    pub upstream_port: u16,
+    /// The `ankusa_store` cluster's one host, 127.0.0.1:`store_port`.
+    pub store_port: u16,
+    /// Envoy worker threads (`--concurrency`).
+    pub concurrency: u32,
+    /// The plugin configuration (the filter's JSON).
+    pub filter_config: serde_json::Value,
+}
+
+impl EdgeSpec {
+    /// A spec on fresh free ports with 2 workers.
+    pub fn new(
+        node: &str,
+        upstream_port: u16,
+        store_port: u16,
+        filter_config: serde_json::Value,
+    ) -> EdgeSpec {
+        EdgeSpec {
+            node: node.to_string(),
+            listen_port: free_port(),
+            admin_port: free_port(),
+            upstream_port,
+            store_port,
+            concurrency: 2,
+            filter_config,
+        }
+    }
+}
+
+/// A running Envoy, stopped (by PID) when dropped.
+pub struct Edge {
+    pub proc: Proc,
+    pub spec: EdgeSpec,
+    /// Where the rendered bootstrap and Envoy's log live.
+    pub dir: PathBuf,
+}
+
+/// Fills in the template for `spec`, with the filter at `wasm`.
+pub fn render(spec: &EdgeSpec, wasm: &Path) -> String {
+    // A JSON string literal is also a valid YAML double-quoted scalar.
+    let config = serde_json::Value::String(spec.filter_config.to_string()).to_string();
+    TEMPLATE
+        .replace("{{NODE}}", &spec.node)
+        .replace("{{ADMIN_PORT}}", &spec.admin_port.to_string())
+        .replace("{{LISTEN_PORT}}", &spec.listen_port.to_string())
+        .replace("{{UPSTREAM_PORT}}", &spec.upstream_port.to_string())
+        .replace("{{STORE_PORT}}", &spec.store_port.to_string())
+        .replace("{{WASM}}", &wasm.display().to_string())
+        .replace("{{CONFIG}}", &config)
+}
+
+/// `envoy --mode validate -c file`: Ok, or Err with Envoy's output.
+pub fn validate(file: &Path) -> Result<(), String> {
+    let out = Command::new(paths::envoy_bin())
+        .args(["--mode", "validate", "--disable-hot-restart", "-c"])
+        .arg(file)
+        .output()
+        .map_err(|e| format!("cannot run envoy: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(text)
+    }
+}
+
+impl Edge {
+    /// Starts Envoy and waits until its admin says LIVE and its listener accepts;
+    /// panics with Envoy's log tail if it exits or takes over 30 s.
+    pub fn start(spec: EdgeSpec) -> Edge {
+        let mut edge = Edge::spawn(spec);
+        edge.wait_ready(Duration::from_secs(30));
+        edge
+    }
+
+    /// Starts Envoy without waiting (for configs that must be refused).
+    pub fn spawn(spec: EdgeSpec) -> Edge {
+        let dir = scratch_dir(&format!("edge-{}", spec.node));
+        let bootstrap = dir.join("edge.yaml");
+        std::fs::write(&bootstrap, render(&spec, &paths::filter_wasm()))
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", bootstrap.display()));
+        let mut cmd = Command::new(paths::envoy_bin());
+        cmd.arg("-c")
+            .arg(&bootstrap)
+            .args(["--concurrency", &spec.concurrency.to_string()])
+            .args([
+                "--service-node",
+                &spec.node,
+                "--service-cluster",
+                "ankusa-edge",
+            ])
+            // Several edges run on one machine: no shared-memory hot restart.
+            .arg("--disable-hot-restart")
+            .args(["--log-level", "info", "--drain-time-s", "1"]);
+        let proc = Proc::spawn("envoy", cmd, &dir.join("envoy.log"));
+        Edge { proc, spec, dir }
+    }
+
+    /// Waits until admin `/ready` answers 200 and the listener accepts.
+    pub fn wait_ready(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let ready = http::get(&self.admin_url("/ready"))
+                .map(|r| r.status == 200)
+                .unwrap_or(false);
+            if ready && crate::ports::is_listening(self.spec.listen_port) {
+                return;
+            }
+            if !self.proc.is_running() {
+                panic!(
+                    "envoy {} exited before it was ready:\n{}",
+                    self.spec.node,
+                    self.log_tail()
+                );
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "envoy {} not ready within {timeout:?}:\n{}",
+                    self.spec.node,
+                    self.log_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits up to `timeout` for Envoy to exit on its own; its exit code if it did.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if !self.proc.is_running() {
+                return self.proc.stop(Duration::ZERO).or(Some(-1));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// `http://127.0.0.1:LISTEN{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.spec.listen_port)
+    }
+
+    /// `http://127.0.0.1:ADMIN{path}`.
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.spec.admin_port)
+    }
+
+    /// POSTs `body` to `path` on the listener with `headers`.
+    pub fn post(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::io::Result<Response> {
+        http::request(
+            "POST",
+            &self.url(path),
+            headers,
+            body,
+            Duration::from_secs(10),
+        )
+    }
+
+    /// A metric from `/stats/prometheus`, by its exact name and labels as printed
+    /// (`ankusa_admissions_total{outcome="admitted"}`); 0 if absent.
+    pub fn stat(&self, name_with_labels: &str) -> f64 {
+        let text = http::get(&self.admin_url("/stats/prometheus"))
+            .map(|r| r.text())
+            .unwrap_or_default();
+        find_metric(&text, name_with_labels).unwrap_or(0.0)
+    }
+
+    /// The last 40 lines of Envoy's log.
+    pub fn log_tail(&self) -> String {
+        self.proc.log_tail()
+    }
+
+    /// Envoy's whole log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.proc.log).unwrap_or_default()
+    }
+}
+
+/// The value of `name_with_labels` in Prometheus text; a name given without
+/// labels also matches an empty label set (`name{}`).
+pub fn find_metric(text: &str, name_with_labels: &str) -> Option<f64> {
+    let bare = !name_with_labels.contains('{');
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let (key, value) = line.rsplit_once(' ')?;
+            let matches =
+                key == name_with_labels || (bare && key == format!("{name_with_labels}{{}}"));
+            if matches {
+                value.trim().parse().ok()
+            } else {
+                None
+            }
+        })
+}
+
+/// A sane fleet configuration: both scopes "fleet", one tenant "acme", sources
+/// "gh" (GitHub deliveries) and "stripe" (the JSON body's `id`).
+pub fn fleet_filter_config() -> serde_json::Value {
+    serde_json::json!({
+        "sources": {
+            "gh": {"tenant": "acme", "dedupe": "github"},
+            "stripe": {"tenant": "acme", "dedupe": {"json": "id"}}
+        },
+        "rate_limits": {
+            "scope": "fleet",
+            "default": {"rate": 50, "burst": 100},
+            "tenants": {"acme": {"rate": 500, "burst": 1000}}
+        },
+        "dedupe": {"scope": "fleet"},
+        "fleet": {"cluster": "ankusa_store", "timeout_ms": 250}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_labelled_and_bare_metrics() {
+        let text = "# TYPE a counter\na{outcome=\"admitted\"} 5\nb{} 2\nc 3.5\n";
+        assert_eq!(find_metric(text, "a{outcome=\"admitted\"}"), Some(5.0));
+        assert_eq!(find_metric(text, "b"), Some(2.0));
+        assert_eq!(find_metric(text, "c"), Some(3.5));
+        assert_eq!(find_metric(text, "a"), None);
+    }
+
+    #[test]
+    fn renders_every_placeholder() {
+        let spec = EdgeSpec::new("edge-t", 1, 2, serde_json::json!({"a": "b\"c"}));
+        let text = render(&spec, Path::new("/x.wasm"));
+        assert!(!text.contains("{{"), "placeholder left in:\n{text}");
+        assert!(text.contains(r#"value: "{\"a\":\"b\\\"c\"}""#), "{text}");
+    }
+}

@@ -1,0 +1,215 @@
+//! Shared pieces of the Envoy edge tests: configs, concurrent senders, and
+//! stand-in stores that fail in each way a real one can.
+#![allow(dead_code)]
+
+use ankusa_testkit::envoy::{Edge, EdgeSpec};
+use ankusa_testkit::http::{self, Response};
+use ankusa_testkit::ports::free_port;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Both scopes "node": `acme` gets `burst` hooks refilled at 1/s, every other tenant the default.
+pub fn node_config(burst: u64) -> Value {
+    json!({
+        "sources": {
+            "gh": {"tenant": "acme", "dedupe": "github"},
+            "any": {"dedupe": "github"},
+            "stripe": {"tenant": "acme", "dedupe": {"json": "id"}}
+        },
+        "rate_limits": {
+            "default": {"rate": 1000, "burst": 1000},
+            "tenants": {"acme": {"rate": 1, "burst": burst}}
+        }
+    })
+}
+
+/// An edge with 2 workers in front of `upstream_port`, its store at `store_port`.
+pub fn edge(node: &str, upstream_port: u16, store_port: u16, config: Value) -> Edge {
+    Edge::start(EdgeSpec::new(node, upstream_port, store_port, config))
+}
+
+/// POSTs a GitHub-style delivery (`x-github-delivery: delivery`) to `path`.
+pub fn deliver(edge: &Edge, path: &str, delivery: &str) -> Response {
+    let body = format!(r#"{{"delivery":"{delivery}"}}"#);
+    edge.post(
+        path,
+        &[
+            ("content-type", "application/json"),
+            ("x-github-delivery", delivery),
+        ],
+        body.as_bytes(),
+    )
+    .unwrap_or_else(|e| panic!("POST {path} failed: {e}\n{}", edge.log_tail()))
+}
+
+/// Runs `f(i)` for i in 0..total on `clients` threads (one connection per request); answers in order of i.
+pub fn concurrently<T: Send + 'static>(
+    clients: usize,
+    total: usize,
+    f: impl Fn(usize) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let f = Arc::new(f);
+    let next = Arc::new(AtomicU64::new(0));
+    let results = Arc::new(Mutex::new(Vec::with_capacity(total)));
+    let handles: Vec<JoinHandle<()>> = (0..clients)
+        .map(|_| {
+            let (f, next, results) = (f.clone(), next.clone(), results.clone());
+            std::thread::spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::SeqCst) as usize;
+                if i >= total {
+                    return;
+                }
+                let r = f(i);
+                results.lock().unwrap().push((i, r));
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("a client thread panicked");
+    }
+    let mut results = std::mem::take(&mut *results.lock().unwrap());
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// A stand-in store on a free port that fails in one way, counting the connections it saw.
+pub struct FakeStore {
+    pub port: u16,
+    pub connections: Arc<AtomicU64>,
+    pub requests: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Fault {
+    /// Accepts and never answers (every call times out).
+    Blackhole,
+    /// Answers `200` with a body that is not a hit answer.
+    Garbage,
+}
+
+impl FakeStore {
+    pub fn start(fault: Fault) -> FakeStore {
+        Self::start_on(free_port(), fault)
+    }
+
+    pub fn start_on(port: u16, fault: Fault) -> FakeStore {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind fake store");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let connections = Arc::new(AtomicU64::new(0));
+        let requests = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, r, s) = (connections.clone(), requests.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            while !s.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        c.fetch_add(1, Ordering::SeqCst);
+                        match fault {
+                            Fault::Blackhole => {
+                                // Count what arrives, answer nothing, keep the socket open.
+                                let _ = stream.set_nonblocking(true);
+                                held.push(stream);
+                            }
+                            Fault::Garbage => {
+                                let r = r.clone();
+                                std::thread::spawn(move || answer_garbage(stream, &r));
+                            }
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+                for stream in &mut held {
+                    let mut buf = [0u8; 65536];
+                    if let Ok(n) = stream.read(&mut buf) {
+                        if n > 0 {
+                            let text = String::from_utf8_lossy(&buf[..n]);
+                            r.fetch_add(text.matches("POST /v1/").count() as u64, Ordering::SeqCst);
+                        }
+                    }
+                }
+            }
+        });
+        FakeStore {
+            port,
+            connections,
+            requests,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakeStore {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Reads requests off a keep-alive connection and answers each with garbage.
+fn answer_garbage(mut stream: TcpStream, requests: &AtomicU64) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut pending = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&buf[..n]);
+        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if pending.len() < end + 4 + len {
+                break;
+            }
+            pending.drain(..end + 4 + len);
+            requests.fetch_add(1, Ordering::SeqCst);
+            let body = "this is not json";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if stream.write_all(answer.as_bytes()).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Polls `f` every 50 ms until it is true or `timeout` passes; whether it became true.
+pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `GET url` → status (0 when nothing answers).
+pub fn status_of(url: &str) -> u16 {
+    http::get(url).map(|r| r.status).unwrap_or(0)
+}
