@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 /// A connection handle; cheap to clone, every clone shares the sockets.
 #[derive(Clone)]
 pub enum Conn {
-    Single(ConnectionManager),
+    Single(Box<ConnectionManager>),
     Cluster(ClusterConnection),
 }
 
@@ -133,9 +133,8 @@ impl Backend {
                     .set_factor(50)
                     .set_max_delay(200)
                     .set_connection_timeout(PROBE_TIMEOUT);
-                Ok(Conn::Single(
-                    ConnectionManager::new_with_config(client, config).await?,
-                ))
+                let manager = ConnectionManager::new_with_config(client, config).await?;
+                Ok(Conn::Single(Box::new(manager)))
             }
             RedisTarget::Cluster(nodes) => {
                 let client = redis::cluster::ClusterClientBuilder::new(nodes.clone())

@@ -1,0 +1,218 @@
+//! Every client mistake is a 4xx naming the problem, never a 5xx.
+
+use crate::common::{charge, claim, hit, Http, Service};
+use ankusa_testkit::redis::Redis;
+use serde_json::{json, Value};
+
+struct Case {
+    name: &'static str,
+    path: &'static str,
+    body: Vec<u8>,
+    headers: Vec<(&'static str, &'static str)>,
+    status: u16,
+    message: &'static str,
+}
+
+fn case(
+    name: &'static str,
+    path: &'static str,
+    body: Value,
+    status: u16,
+    message: &'static str,
+) -> Case {
+    Case {
+        name,
+        path,
+        body: body.to_string().into_bytes(),
+        headers: vec![],
+        status,
+        message,
+    }
+}
+
+fn hit_with(f: impl FnOnce(&mut Value)) -> Value {
+    let mut body = hit(
+        vec![charge("hooks", "acme", 2_000, 200_000)],
+        Some(claim("acme", "d", "h1", 60_000, 30_000)),
+    );
+    f(&mut body);
+    body
+}
+
+fn cases() -> Vec<Case> {
+    let mut cases = vec![
+        Case {
+            name: "malformed JSON",
+            path: "/v1/hit",
+            body: b"{\"charges\": [".to_vec(),
+            headers: vec![],
+            status: 400,
+            message: "body is not a valid hit request: EOF while parsing",
+        },
+        case(
+            "wrong type",
+            "/v1/hit",
+            hit_with(|b| b["charges"][0]["increment_us"] = json!("x")),
+            400,
+            "invalid type: string \"x\", expected u64",
+        ),
+        case(
+            "negative increment",
+            "/v1/hit",
+            hit_with(|b| b["charges"][0]["increment_us"] = json!(-5)),
+            400,
+            "invalid value: integer `-5`, expected u64",
+        ),
+        case(
+            "zero increment",
+            "/v1/hit",
+            hit_with(|b| b["charges"][0]["increment_us"] = json!(0)),
+            400,
+            "charges[0].increment_us: must be greater than 0",
+        ),
+        case(
+            "capacity below increment",
+            "/v1/hit",
+            hit_with(|b| b["charges"][0]["capacity_us"] = json!(10)),
+            400,
+            "charges[0].capacity_us: 10 is below increment_us 2000",
+        ),
+        case(
+            "empty tenant",
+            "/v1/hit",
+            hit_with(|b| b["charges"][0]["tenant"] = json!("")),
+            400,
+            "charges[0].tenant: \"\" is not 1 to 64",
+        ),
+        case(
+            "empty key",
+            "/v1/hit",
+            hit_with(|b| b["claim"]["key"] = json!("")),
+            400,
+            "claim.key: must be 1 to 200 bytes, got 0",
+        ),
+        case(
+            "unknown field",
+            "/v1/hit",
+            hit_with(|b| b["extra"] = json!(1)),
+            400,
+            "unknown field `extra`",
+        ),
+        case(
+            "nothing to do",
+            "/v1/hit",
+            json!({"charges": [], "claim": null}),
+            400,
+            "charges: is empty and there is no claim",
+        ),
+        case(
+            "increment beyond exact µs",
+            "/v1/hit",
+            hit_with(|b| {
+                b["charges"][0]["increment_us"] = json!(1u64 << 60);
+                b["charges"][0]["capacity_us"] = json!(1u64 << 61);
+            }),
+            400,
+            "charges[0].increment_us: 1152921504606846976 is above 9007199254740991",
+        ),
+        case(
+            "settle: unknown op",
+            "/v1/settle",
+            json!({"ops": [{"op": "explode"}]}),
+            400,
+            "unknown variant `explode`",
+        ),
+        case(
+            "settle: bad node",
+            "/v1/settle",
+            json!({"ops": [{"op": "release", "claim": hit_with(|c| c["claim"]["node"] = json!("edge 1"))["claim"]}]}),
+            400,
+            "ops[0].claim.node: \"edge 1\" is not 1 to 64",
+        ),
+        case(
+            "reset: empty tenant",
+            "/v1/reset",
+            json!({"tenant": ""}),
+            400,
+            "tenant: \"\" is not 1 to 64",
+        ),
+        case(
+            "reset: missing tenant",
+            "/v1/reset",
+            json!({}),
+            400,
+            "missing field `tenant`",
+        ),
+        Case {
+            name: "body over 1 MiB",
+            path: "/v1/hit",
+            body: vec![b' '; 1024 * 1024 + 1],
+            headers: vec![],
+            status: 413,
+            message: "body is over 1048576 bytes",
+        },
+    ];
+    for (value, message) in [
+        (
+            "abc",
+            "x-ankusa-budget-ms: \"abc\" is not a whole number of ms",
+        ),
+        ("0", "x-ankusa-budget-ms: must be greater than 0"),
+    ] {
+        let mut c = case("bad budget", "/v1/hit", hit_with(|_| {}), 400, message);
+        c.headers = vec![("x-ankusa-budget-ms", value)];
+        cases.push(c);
+    }
+    cases
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_client_mistake_is_a_4xx_naming_the_problem() {
+    let redis = Redis::start();
+    let service = Service::ready(&redis.url()).await;
+    let http = Http::new();
+    for c in cases() {
+        let (status, text) = http
+            .send("POST", &service.at(c.path), &c.headers, c.body)
+            .await;
+        let body: Value =
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("{}: not JSON: {text}", c.name));
+        assert_eq!(status, c.status, "{}: {text}", c.name);
+        assert_eq!(body["error"], "bad_request", "{}: {text}", c.name);
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(c.message),
+            "{}: message {message:?} lacks {:?}",
+            c.name,
+            c.message
+        );
+    }
+    assert_eq!(
+        service
+            .metric("ankusa_store_errors_total{cause=\"bad_request\"}")
+            .await,
+        cases().len() as f64
+    );
+
+    let (status, text) = http.get(&service.at("/v2/nothing")).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (
+            404,
+            r#"{"error":"not_found","message":"no route /v2/nothing"}"#
+        )
+    );
+    let (status, text) = http.get(&service.at("/v1/hit")).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (
+            405,
+            r#"{"error":"method_not_allowed","message":"GET is not allowed on /v1/hit"}"#
+        )
+    );
+    let (status, _) = http
+        .send("POST", &service.at("/metrics"), &[], vec![])
+        .await;
+    assert_eq!(status, 405);
+    service.stop().await;
+}

@@ -1,0 +1,239 @@
+//! What every store test needs: the service in-process on port 0, an HTTP
+//! client, a Redis (single or Cluster) to look into, and request builders.
+
+use ankusa_store::{server, Config};
+use ankusa_testkit::redis::{cli, Redis, RedisCluster};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// The service running inside the test's runtime.
+pub struct Service {
+    pub url: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), String>>,
+}
+
+impl Service {
+    pub async fn start(config: Config) -> Service {
+        // A port from the testkit's registry, never an OS-chosen one: the binary
+        // tests in this process take ports from the registry too, and must not
+        // find this service on the port they handed their child.
+        let port = ankusa_testkit::ports::free_port();
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("bind a free port");
+        let url = format!("http://{}", listener.local_addr().expect("local addr"));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(server::run(listener, config, async {
+            let _ = stopped.await;
+        }));
+        Service {
+            url,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// Starts against `redis_url` and waits until Redis answers through it.
+    pub async fn ready(redis_url: &str) -> Service {
+        let service = Service::start(Config::for_redis(redis_url)).await;
+        service.wait_ready(Duration::from_secs(20)).await;
+        service
+    }
+
+    pub async fn wait_ready(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let http = Http::new();
+        while http.get(&format!("{}/readyz", self.url)).await.0 != 200 {
+            assert!(Instant::now() < deadline, "store never became ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+
+    /// One series of `/metrics`, 0 if absent.
+    pub async fn metric(&self, name: &str) -> f64 {
+        let (_, text) = Http::new().get(&self.at("/metrics")).await;
+        ankusa_testkit::store::metric_value(&text, name)
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let result = tokio::time::timeout(Duration::from_secs(20), &mut self.task).await;
+        assert!(
+            matches!(result, Ok(Ok(Ok(())))),
+            "server did not stop cleanly: {result:?}"
+        );
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A keep-alive HTTP/1.1 client; every status is an answer to look at.
+#[derive(Clone)]
+pub struct Http {
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Http {
+    pub fn new() -> Http {
+        Http {
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        }
+    }
+
+    pub async fn send(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> (u16, String) {
+        let mut req = hyper::Request::builder().method(method).uri(url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(Full::new(Bytes::from(body))).expect("request");
+        let res = tokio::time::timeout(Duration::from_secs(20), self.client.request(req))
+            .await
+            .unwrap_or_else(|_| panic!("{method} {url} did not answer in 20 s"))
+            .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let status = res.status().as_u16();
+        let body = res
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    pub async fn get(&self, url: &str) -> (u16, String) {
+        self.send("GET", url, &[], Vec::new()).await
+    }
+
+    /// POSTs JSON and reads a JSON answer.
+    pub async fn post(&self, url: &str, body: &Value) -> (u16, Value) {
+        self.post_with(url, &[], body).await
+    }
+
+    pub async fn post_with(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> (u16, Value) {
+        let (status, text) = self
+            .send("POST", url, headers, body.to_string().into_bytes())
+            .await;
+        let json = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("status {status}, not JSON ({e}): {text}"));
+        (status, json)
+    }
+}
+
+/// The Redis behind the service, to read keys and TTLs directly.
+pub enum Db {
+    Single(Redis),
+    Cluster(RedisCluster),
+}
+
+impl Db {
+    pub fn url(&self) -> String {
+        match self {
+            Db::Single(r) => r.url(),
+            Db::Cluster(c) => c.url(),
+        }
+    }
+
+    /// `redis-cli` against the node holding the key (`-c` follows redirects).
+    pub fn cli(&self, args: &[&str]) -> String {
+        match self {
+            Db::Single(r) => r.cli(args),
+            Db::Cluster(c) => {
+                let mut all = vec!["-c"];
+                all.extend_from_slice(args);
+                cli(c.nodes[0].port, &all)
+            }
+        }
+    }
+
+    pub fn get(&self, key: &str) -> String {
+        self.cli(&["GET", key])
+    }
+
+    pub fn pttl(&self, key: &str) -> i64 {
+        let out = self.cli(&["PTTL", key]);
+        out.parse()
+            .unwrap_or_else(|_| panic!("PTTL {key}: {out:?}"))
+    }
+
+    pub fn exists(&self, key: &str) -> bool {
+        self.cli(&["EXISTS", key]) == "1"
+    }
+
+    /// Every key matching `pattern`, over every node, sorted.
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        let ports: Vec<u16> = match self {
+            Db::Single(r) => vec![r.port],
+            Db::Cluster(c) => c.nodes.iter().map(|n| n.port).collect(),
+        };
+        let mut keys: Vec<String> = ports
+            .into_iter()
+            .flat_map(|p| {
+                cli(p, &["KEYS", pattern])
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|k| !k.is_empty())
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// Redis's clock in µs (the clock of the hit script).
+    pub fn now_us(&self) -> u64 {
+        let out = self.cli(&["TIME"]);
+        let mut parts = out.lines().map(|l| l.trim().parse::<u64>().expect("TIME"));
+        let (s, us) = (parts.next().expect("seconds"), parts.next().expect("µs"));
+        s * 1_000_000 + us
+    }
+}
+
+pub fn charge(kind: &str, tenant: &str, increment_us: u64, capacity_us: u64) -> Value {
+    json!({"kind": kind, "tenant": tenant, "increment_us": increment_us, "capacity_us": capacity_us})
+}
+
+pub fn claim(tenant: &str, key: &str, hook_id: &str, ttl_ms: u64, pending_ttl_ms: u64) -> Value {
+    json!({"tenant": tenant, "source_id": "gh", "key": key, "hook_id": hook_id, "node": "edge-1",
+           "ttl_ms": ttl_ms, "pending_ttl_ms": pending_ttl_ms})
+}
+
+pub fn hit(charges: Vec<Value>, claim: Option<Value>) -> Value {
+    json!({"charges": charges, "claim": claim})
+}
+
+pub fn promote(claim: &Value, hook_id: &str) -> Value {
+    json!({"op": "promote", "claim": claim, "hook_id": hook_id})
+}
+
+pub fn release(claim: &Value) -> Value {
+    json!({"op": "release", "claim": claim})
+}

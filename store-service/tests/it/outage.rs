@@ -1,0 +1,175 @@
+//! Redis outages under the running binary: quick 503s, `/readyz` false, and
+//! recovery without a restart (also once Redis has lost its script cache).
+
+use ankusa_testkit::http::{get, request, Response};
+use ankusa_testkit::ports::free_port;
+use ankusa_testkit::process::scratch_dir;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use ankusa_testkit::Proc;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn hit_body(key: &str) -> Vec<u8> {
+    json!({
+        "charges": [{"kind": "hooks", "tenant": "acme", "increment_us": 1000, "capacity_us": 1_000_000_000u64}],
+        "claim": {"tenant": "acme", "source_id": "gh", "key": key, "hook_id": "h1", "node": "edge-1",
+                  "ttl_ms": 60_000, "pending_ttl_ms": 30_000}
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn post(store: &Store, path: &str, body: &[u8], budget_ms: &str) -> (Response, Duration) {
+    let started = Instant::now();
+    let res = request(
+        "POST",
+        &store.url_of(path),
+        &[("x-ankusa-budget-ms", budget_ms)],
+        body,
+        Duration::from_secs(30),
+    )
+    .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+    (res, started.elapsed())
+}
+
+/// A 503 that came back in the order of the budget (loosely: no timing is pinned).
+fn assert_quick_503(res: &Response, took: Duration, codes: &[&str]) {
+    assert_eq!(res.status, 503, "{}", res.text());
+    let code = res.json()["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        codes.contains(&code.as_str()),
+        "error {code:?}, expected one of {codes:?}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "a 503 took {took:?} with a 200 ms budget"
+    );
+}
+
+#[test]
+fn starts_without_redis_and_serves_once_it_appears() {
+    let port = free_port();
+    let store = Store::start_on(
+        free_port(),
+        &format!("redis://127.0.0.1:{port}/"),
+        &["--max-budget-ms", "500"],
+    );
+    assert_eq!(get(&store.url_of("/healthz")).expect("healthz").status, 200);
+    assert_eq!(get(&store.url_of("/readyz")).expect("readyz").status, 503);
+    let (res, took) = post(&store, "/v1/hit", &hit_body("a"), "200");
+    assert_quick_503(&res, took, &["redis_unavailable"]);
+    assert_eq!(store.metric("ankusa_store_redis_up"), 0.0);
+
+    let _redis = Redis::start_on(port, &scratch_dir("redis-late"));
+    assert!(
+        store.wait_ready(Duration::from_secs(15)),
+        "never ready:\n{}",
+        store.proc.log_tail()
+    );
+    let (res, _) = post(&store, "/v1/hit", &hit_body("a"), "500");
+    assert_eq!(
+        (res.status, res.json()["result"].as_str()),
+        (200, Some("ok")),
+        "{}",
+        res.text()
+    );
+    assert_eq!(store.metric("ankusa_store_redis_up"), 1.0);
+}
+
+#[test]
+fn redis_killed_and_restarted_under_the_service() {
+    let dir = scratch_dir("redis-restart");
+    let mut redis = Redis::start_on(free_port(), &dir);
+    let port = redis.port;
+    let store = Store::start_on(free_port(), &redis.url(), &["--max-budget-ms", "1000"]);
+    assert!(store.wait_ready(Duration::from_secs(10)));
+    let (res, _) = post(&store, "/v1/hit", &hit_body("before"), "200");
+    assert_eq!(res.status, 200, "{}", res.text());
+
+    redis.proc.kill();
+    for i in 0..5 {
+        let (res, took) = post(&store, "/v1/hit", &hit_body(&format!("down-{i}")), "200");
+        assert_quick_503(&res, took, &["redis_unavailable", "timeout"]);
+    }
+    assert_eq!(get(&store.url_of("/readyz")).expect("readyz").status, 503);
+    assert!(store.metric("ankusa_store_errors_total{cause=\"redis_unavailable\"}") >= 1.0);
+
+    // Same port, empty data and an empty script cache.
+    let redis = Redis::start_on(port, &dir);
+    assert!(
+        store.wait_ready(Duration::from_secs(15)),
+        "never ready again:\n{}",
+        store.proc.log_tail()
+    );
+    let (res, _) = post(&store, "/v1/hit", &hit_body("after"), "1000");
+    assert_eq!(
+        (res.status, res.json()["result"].as_str()),
+        (200, Some("ok")),
+        "{}",
+        res.text()
+    );
+
+    assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
+    let (res, _) = post(&store, "/v1/hit", &hit_body("flushed"), "1000");
+    assert_eq!(
+        (res.status, res.json()["result"].as_str()),
+        (200, Some("ok")),
+        "{}",
+        res.text()
+    );
+    assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
+    let release = json!({"ops": [{"op": "release", "claim": {"tenant": "acme", "source_id": "gh", "key": "flushed",
+        "hook_id": "h1", "node": "edge-1", "ttl_ms": 60_000, "pending_ttl_ms": 30_000}}]});
+    let (res, _) = post(&store, "/v1/settle", release.to_string().as_bytes(), "1000");
+    assert_eq!(
+        (res.status, res.json()["applied"].as_u64()),
+        (200, Some(1)),
+        "{}",
+        res.text()
+    );
+    assert_eq!(
+        redis.cli(&["EXISTS", "ankusa:{acme}:claim:gh:flushed"]),
+        "0"
+    );
+}
+
+/// A Redis in its own process group. `Proc::stop` of any other test in this
+/// process sends `kill -CONT 0` (its child handle is already taken, so its pid
+/// reads 0), which would wake a Redis in the test's group mid-stall.
+fn isolated_redis() -> (Proc, u16) {
+    use std::os::unix::process::CommandExt;
+    let port = free_port();
+    let dir = scratch_dir("redis-stalled");
+    let mut cmd = std::process::Command::new("redis-server");
+    cmd.args([
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ])
+    .args(["--dir", &dir.display().to_string()])
+    .process_group(0);
+    let mut proc = Proc::spawn("redis-server", cmd, &dir.join("redis.log"));
+    proc.wait_for_port(port, Duration::from_secs(10));
+    (proc, port)
+}
+
+#[test]
+fn a_stalled_redis_gets_a_timeout_within_the_budget_never_a_late_answer() {
+    let (redis, port) = isolated_redis();
+    let store = Store::start_on(free_port(), &format!("redis://127.0.0.1:{port}/"), &[]);
+    assert!(store.wait_ready(Duration::from_secs(10)));
+    redis.signal("STOP");
+    let (res, took) = post(&store, "/v1/hit", &hit_body("stalled"), "200");
+    redis.signal("CONT");
+    assert_quick_503(&res, took, &["timeout"]);
+    assert!(store.metric("ankusa_store_errors_total{cause=\"timeout\"}") >= 1.0);
+    assert!(store.wait_ready(Duration::from_secs(10)));
+    let (res, _) = post(&store, "/v1/hit", &hit_body("resumed"), "1000");
+    assert_eq!(res.status, 200, "{}", res.text());
+}

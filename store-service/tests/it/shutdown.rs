@@ -1,0 +1,55 @@
+//! SIGTERM stops the binary cleanly, after flushing the settles it queued.
+
+use ankusa_testkit::http::request;
+use ankusa_testkit::ports::free_port;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use serde_json::json;
+use std::time::Duration;
+
+#[test]
+fn sigterm_flushes_queued_settles_and_exits_0() {
+    let redis = Redis::start();
+    // A window far longer than the test: only the shutdown can flush.
+    let mut store = Store::start_on(
+        free_port(),
+        &redis.url(),
+        &["--settle-window-ms", "60000", "--max-budget-ms", "30000"],
+    );
+    assert!(store.wait_ready(Duration::from_secs(10)));
+    let url = store.url_of("/v1/settle");
+    let body = json!({"ops": [{"op": "promote", "hook_id": "h1", "claim": {"tenant": "acme", "source_id": "gh",
+        "key": "k", "hook_id": "h1", "node": "edge-1", "ttl_ms": 60_000, "pending_ttl_ms": 30_000}}]});
+    let client = std::thread::spawn(move || {
+        request(
+            "POST",
+            &url,
+            &[],
+            body.to_string().as_bytes(),
+            Duration::from_secs(30),
+        )
+        .expect("settle answered")
+    });
+    // Give the request time to arrive; the op then sits in the batcher's window.
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(
+        redis.cli(&["EXISTS", "ankusa:{acme}:claim:gh:k"]),
+        "0",
+        "flushed before the window or the signal"
+    );
+
+    assert_eq!(
+        store.proc.stop(Duration::from_secs(15)),
+        Some(0),
+        "{}",
+        store.proc.log_tail()
+    );
+    let res = client.join().expect("client thread");
+    assert_eq!(
+        (res.status, res.json()["applied"].as_u64()),
+        (200, Some(1)),
+        "{}",
+        res.text()
+    );
+    assert_eq!(redis.cli(&["GET", "ankusa:{acme}:claim:gh:k"]), "c:h1");
+}

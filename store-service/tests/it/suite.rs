@@ -1,0 +1,381 @@
+//! The behaviours of the hit and settle scripts, with their exact keys and
+//! TTLs. The same suite runs against one Redis and a 3-master Cluster.
+
+use crate::common::{charge, claim, hit, promote, release, Db, Http, Service};
+use ankusa_testkit::redis::{Redis, RedisCluster};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const SECOND: u64 = 1_000_000;
+
+struct Ctx<'a> {
+    service: &'a Service,
+    db: &'a Db,
+    http: Http,
+}
+
+impl Ctx<'_> {
+    async fn hit(&self, body: &Value) -> Value {
+        let (status, answer) = self.http.post(&self.service.at("/v1/hit"), body).await;
+        assert_eq!(status, 200, "hit answered {status}: {answer}");
+        answer
+    }
+
+    async fn settle(&self, ops: Vec<Value>) -> Value {
+        let (status, answer) = self
+            .http
+            .post(&self.service.at("/v1/settle"), &json!({ "ops": ops }))
+            .await;
+        assert_eq!(status, 200, "settle answered {status}: {answer}");
+        answer
+    }
+}
+
+async fn run(db: Db) {
+    let service = Service::ready(&db.url()).await;
+    let ctx = Ctx {
+        service: &service,
+        db: &db,
+        http: Http::new(),
+    };
+    ok_writes_both_buckets_and_a_pending_claim(&ctx).await;
+    a_taken_claim_spends_no_charge(&ctx).await;
+    denied_charge_writes_nothing(&ctx).await;
+    release_by_a_non_holder_is_a_no_op(&ctx).await;
+    promote_after_pending_expiry_commits(&ctx).await;
+    concurrent_hits_against_burst_50_admit_exactly_50(&ctx).await;
+    reset_forgets_the_buckets(&ctx).await;
+    concurrent_settles_share_pipelines(&ctx).await;
+    service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn suite_on_one_redis() {
+    run(Db::Single(Redis::start())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn suite_on_a_three_master_cluster() {
+    run(Db::Cluster(RedisCluster::start())).await;
+}
+
+/// Asserts `ttl_ms` is `expected_ms` less at most `slack_ms` (time passes between write and read).
+fn assert_ttl(what: &str, ttl_ms: i64, expected_ms: i64, slack_ms: i64) {
+    assert!(
+        ttl_ms <= expected_ms && ttl_ms > expected_ms - slack_ms,
+        "{what}: PTTL {ttl_ms} ms, expected {expected_ms} ms (less at most {slack_ms})"
+    );
+}
+
+async fn ok_writes_both_buckets_and_a_pending_claim(ctx: &Ctx<'_>) {
+    let t = "okay";
+    let before = ctx.db.now_us();
+    let c = claim(t, "delivery-1", "hook-1", 3_600_000, 30_000);
+    // Long increments, so the TTLs stay readable on a loaded machine.
+    let body = hit(
+        vec![
+            charge("hooks", t, 200 * SECOND, 1000 * SECOND),
+            charge("bytes", t, 300 * SECOND, 1000 * SECOND),
+        ],
+        Some(c),
+    );
+    assert_eq!(ctx.hit(&body).await, json!({"result": "ok"}));
+    let after = ctx.db.now_us();
+
+    assert_eq!(
+        ctx.db.keys("ankusa:{okay}:*"),
+        vec![
+            "ankusa:{okay}:claim:gh:delivery-1",
+            "ankusa:{okay}:rl:bytes",
+            "ankusa:{okay}:rl:hooks"
+        ]
+    );
+    // An idle bucket's TAT is now + increment, on Redis's clock, and the key lives until it passes.
+    let hooks_tat: u64 = ctx
+        .db
+        .get("ankusa:{okay}:rl:hooks")
+        .parse()
+        .expect("TAT is an integer");
+    assert!(
+        (before + 200 * SECOND..=after + 200 * SECOND).contains(&hooks_tat),
+        "hooks TAT {hooks_tat}"
+    );
+    let bytes_tat: u64 = ctx
+        .db
+        .get("ankusa:{okay}:rl:bytes")
+        .parse()
+        .expect("TAT is an integer");
+    assert_eq!(
+        bytes_tat - hooks_tat,
+        100 * SECOND,
+        "both buckets use the same script clock"
+    );
+    assert_ttl(
+        "hooks bucket",
+        ctx.db.pttl("ankusa:{okay}:rl:hooks"),
+        200_000,
+        5_000,
+    );
+    assert_ttl(
+        "bytes bucket",
+        ctx.db.pttl("ankusa:{okay}:rl:bytes"),
+        300_000,
+        5_000,
+    );
+    assert_eq!(
+        ctx.db.get("ankusa:{okay}:claim:gh:delivery-1"),
+        "p:hook-1:edge-1"
+    );
+    assert_ttl(
+        "pending claim",
+        ctx.db.pttl("ankusa:{okay}:claim:gh:delivery-1"),
+        30_000,
+        5_000,
+    );
+}
+
+async fn a_taken_claim_spends_no_charge(ctx: &Ctx<'_>) {
+    let t = "taken";
+    let charges = || vec![charge("hooks", t, SECOND, 100 * SECOND)];
+    let first = claim(t, "d", "hook-a", 3_600_000, 30_000);
+    assert_eq!(
+        ctx.hit(&hit(charges(), Some(first.clone()))).await["result"],
+        "ok"
+    );
+    let tat = ctx.db.get("ankusa:{taken}:rl:hooks");
+
+    // In flight elsewhere: pending with the time left on the pending TTL.
+    let answer = ctx
+        .hit(&hit(
+            charges(),
+            Some(claim(t, "d", "hook-b", 3_600_000, 30_000)),
+        ))
+        .await;
+    assert_eq!(answer["result"], "pending", "{answer}");
+    let left = answer["retry_after_ms"].as_u64().expect("retry_after_ms");
+    assert!((25_000..=30_000).contains(&left), "retry_after_ms {left}");
+    assert_eq!(
+        ctx.db.get("ankusa:{taken}:rl:hooks"),
+        tat,
+        "a pending answer spent a charge"
+    );
+
+    // Durable: duplicate, naming the hook that holds the key, for ttl_ms.
+    assert_eq!(
+        ctx.settle(vec![promote(&first, "hook-a")]).await,
+        json!({"applied": 1})
+    );
+    assert_eq!(ctx.db.get("ankusa:{taken}:claim:gh:d"), "c:hook-a");
+    assert_ttl(
+        "committed claim",
+        ctx.db.pttl("ankusa:{taken}:claim:gh:d"),
+        3_600_000,
+        5_000,
+    );
+    let answer = ctx
+        .hit(&hit(
+            charges(),
+            Some(claim(t, "d", "hook-c", 3_600_000, 30_000)),
+        ))
+        .await;
+    assert_eq!(answer, json!({"result": "duplicate", "hook_id": "hook-a"}));
+    assert_eq!(
+        ctx.db.get("ankusa:{taken}:rl:hooks"),
+        tat,
+        "a duplicate spent a charge"
+    );
+}
+
+async fn denied_charge_writes_nothing(ctx: &Ctx<'_>) {
+    let t = "denied";
+    let hooks = || charge("hooks", t, 10 * SECOND, 20 * SECOND);
+    for _ in 0..2 {
+        assert_eq!(ctx.hit(&hit(vec![hooks()], None)).await["result"], "ok");
+    }
+    let tat = ctx.db.get("ankusa:{denied}:rl:hooks");
+    let answer = ctx
+        .hit(&hit(
+            vec![hooks()],
+            Some(claim(t, "d", "hook-x", 60_000, 30_000)),
+        ))
+        .await;
+    assert_eq!(answer["result"], "rate_limited", "{answer}");
+    let wait = answer["retry_after_ms"].as_u64().expect("retry_after_ms");
+    assert!(
+        (5_000..=10_000).contains(&wait),
+        "retry_after_ms {wait}: one increment (10 s) less the time passed"
+    );
+    assert_eq!(
+        ctx.db.get("ankusa:{denied}:rl:hooks"),
+        tat,
+        "a denied charge moved the TAT"
+    );
+    assert!(
+        !ctx.db.exists("ankusa:{denied}:claim:gh:d"),
+        "a denied hit took the claim"
+    );
+
+    // All or nothing: the bytes bucket admits, the hooks bucket denies, neither changes.
+    let answer = ctx
+        .hit(&hit(
+            vec![hooks(), charge("bytes", t, SECOND, 10 * SECOND)],
+            None,
+        ))
+        .await;
+    assert_eq!(answer["result"], "rate_limited", "{answer}");
+    assert!(
+        !ctx.db.exists("ankusa:{denied}:rl:bytes"),
+        "the admitted charge of a denied hit was written"
+    );
+    assert_eq!(ctx.db.get("ankusa:{denied}:rl:hooks"), tat);
+}
+
+async fn release_by_a_non_holder_is_a_no_op(ctx: &Ctx<'_>) {
+    let t = "rel";
+    let holder = claim(t, "d", "hook-1", 60_000, 30_000);
+    assert_eq!(
+        ctx.hit(&hit(vec![], Some(holder.clone()))).await["result"],
+        "ok"
+    );
+    let other = claim(t, "d", "hook-2", 60_000, 30_000);
+    assert_eq!(
+        ctx.settle(vec![release(&other)]).await,
+        json!({"applied": 1})
+    );
+    assert_eq!(
+        ctx.db.get("ankusa:{rel}:claim:gh:d"),
+        "p:hook-1:edge-1",
+        "a non-holder released the claim"
+    );
+    ctx.settle(vec![release(&holder)]).await;
+    assert!(
+        !ctx.db.exists("ankusa:{rel}:claim:gh:d"),
+        "the holder's release left the claim"
+    );
+
+    // A committed key is never released: the hook is stored.
+    assert_eq!(
+        ctx.hit(&hit(vec![], Some(holder.clone()))).await["result"],
+        "ok"
+    );
+    ctx.settle(vec![promote(&holder, "hook-1")]).await;
+    ctx.settle(vec![release(&holder)]).await;
+    assert_eq!(ctx.db.get("ankusa:{rel}:claim:gh:d"), "c:hook-1");
+}
+
+async fn promote_after_pending_expiry_commits(ctx: &Ctx<'_>) {
+    let t = "late";
+    let c = claim(t, "d", "hook-1", 120_000, 50);
+    assert_eq!(ctx.hit(&hit(vec![], Some(c.clone()))).await["result"], "ok");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(
+        !ctx.db.exists("ankusa:{late}:claim:gh:d"),
+        "the pending claim outlived pending_ttl_ms"
+    );
+    ctx.settle(vec![promote(&c, "hook-1")]).await;
+    assert_eq!(ctx.db.get("ankusa:{late}:claim:gh:d"), "c:hook-1");
+    assert_ttl(
+        "committed claim",
+        ctx.db.pttl("ankusa:{late}:claim:gh:d"),
+        120_000,
+        5_000,
+    );
+}
+
+async fn concurrent_hits_against_burst_50_admit_exactly_50(ctx: &Ctx<'_>) {
+    // 1 hook per 10 s: nothing refills while the 200 requests run.
+    let body = hit(
+        vec![charge("hooks", "crowd", 10 * SECOND, 500 * SECOND)],
+        None,
+    );
+    let url = ctx.service.at("/v1/hit");
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..200 {
+        let (http, url, body) = (ctx.http.clone(), url.clone(), body.clone());
+        tasks.spawn(async move { http.post(&url, &body).await });
+    }
+    let mut results = std::collections::HashMap::<String, usize>::new();
+    while let Some(joined) = tasks.join_next().await {
+        let (status, answer) = joined.expect("task");
+        assert_eq!(status, 200, "{answer}");
+        *results
+            .entry(answer["result"].as_str().unwrap_or("?").to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(results.get("ok"), Some(&50), "{results:?}");
+    assert_eq!(results.get("rate_limited"), Some(&150), "{results:?}");
+}
+
+async fn reset_forgets_the_buckets(ctx: &Ctx<'_>) {
+    let body = hit(
+        vec![charge("hooks", "crowd", 10 * SECOND, 500 * SECOND)],
+        None,
+    );
+    assert_eq!(ctx.hit(&body).await["result"], "rate_limited");
+    let (status, answer) = ctx
+        .http
+        .post(&ctx.service.at("/v1/reset"), &json!({"tenant": "crowd"}))
+        .await;
+    assert_eq!(
+        (status, answer["deleted"].as_u64()),
+        (200, Some(1)),
+        "{answer}"
+    );
+    assert!(ctx.db.keys("ankusa:{crowd}:*").is_empty());
+    assert_eq!(ctx.hit(&body).await["result"], "ok");
+}
+
+async fn concurrent_settles_share_pipelines(ctx: &Ctx<'_>) {
+    const REQUESTS: usize = 200;
+    const OPS_EACH: usize = 10;
+    let trips = "ankusa_store_pipeline_round_trips_total";
+    let trips_before = ctx.service.metric(trips).await;
+    let promoted_before = ctx
+        .service
+        .metric("ankusa_store_settle_ops_total{op=\"promote\"}")
+        .await;
+    let url = ctx.service.at("/v1/settle");
+    let mut tasks = tokio::task::JoinSet::new();
+    for r in 0..REQUESTS {
+        // Twenty tenants: on a Cluster the ops spread over every master.
+        let ops: Vec<Value> = (0..OPS_EACH)
+            .map(|i| {
+                let c = claim(
+                    &format!("batch{}", r % 20),
+                    &format!("k{r}-{i}"),
+                    &format!("h{r}-{i}"),
+                    60_000,
+                    30_000,
+                );
+                promote(&c, &format!("h{r}-{i}"))
+            })
+            .collect();
+        let (http, url) = (ctx.http.clone(), url.clone());
+        tasks.spawn(async move { http.post(&url, &json!({ "ops": ops })).await });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        let (status, answer) = joined.expect("task");
+        assert_eq!(
+            (status, answer["applied"].as_u64()),
+            (200, Some(OPS_EACH as u64)),
+            "{answer}"
+        );
+    }
+    let k = (REQUESTS * OPS_EACH) as f64;
+    let promoted = ctx
+        .service
+        .metric("ankusa_store_settle_ops_total{op=\"promote\"}")
+        .await
+        - promoted_before;
+    assert_eq!(promoted, k);
+    let round_trips = ctx.service.metric(trips).await - trips_before;
+    assert!(
+        round_trips >= 1.0 && round_trips <= k / 10.0,
+        "{round_trips} pipeline round trips for {k} ops"
+    );
+    assert_eq!(
+        ctx.db.keys("ankusa:{batch*}:claim:*").len(),
+        REQUESTS * OPS_EACH
+    );
+    assert_eq!(ctx.db.get("ankusa:{batch7}:claim:gh:k7-3"), "c:h7-3");
+}
