@@ -213,3 +213,28 @@ pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
 pub fn status_of(url: &str) -> u16 {
     http::get(url).map(|r| r.status).unwrap_or(0)
 }
+
+/// A fleet config: both scopes "fleet", `acme` with `burst` hooks at 1/s, a
+/// generous budget (this machine is shared) and the given settle interval.
+pub fn fleet_config(burst: u64, settle_interval_ms: u64) -> Value {
+    let mut config = ankusa_testkit::envoy::fleet_filter_config();
+    config["rate_limits"]["tenants"]["acme"] = json!({"rate": 1, "burst": burst});
+    config["fleet"]["timeout_ms"] = json!(500);
+    config["fleet"]["settle_interval_ms"] = json!(settle_interval_ms);
+    config
+}
+
+/// The sum of every series of `name` whose labels contain `label` (e.g.
+/// `endpoint="settle"`) in Prometheus text at `url`.
+pub fn metric_sum(url: &str, name: &str, label: &str) -> f64 {
+    let text = http::get(url).map(|r| r.text()).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(label))
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
+        .sum()
+}
+
+/// The Redis key of a GitHub delivery's claim for tenant `acme`, source `gh`.
+pub fn claim_key(delivery: &str) -> String {
+    format!("ankusa:{{acme}}:claim:gh:{delivery}")
+}
