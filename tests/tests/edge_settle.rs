@@ -1,0 +1,213 @@
+//! Settling claims off the request path: every claim an edge makes ends
+//! committed or released in Redis, in batches, and a lost settle never loses a hook.
+
+mod edge_support;
+
+use ankusa_testkit::intake::Intake;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use edge_support::*;
+use serde_json::json;
+use std::time::Duration;
+
+fn roomy(settle_interval_ms: u64) -> serde_json::Value {
+    let mut config = fleet_config(100_000, settle_interval_ms);
+    config["rate_limits"]["tenants"]["acme"] = json!({"rate": 100_000, "burst": 100_000});
+    config
+}
+
+fn settle_calls(store: &Store) -> f64 {
+    metric_sum(
+        &store.url_of("/metrics"),
+        "ankusa_store_requests_total",
+        r#"endpoint="settle""#,
+    )
+}
+
+#[test]
+fn a_thousand_hooks_from_fifty_clients_all_end_committed_in_few_batches() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let edge = edge("edge-settle", intake.port, store.port, roomy(50));
+    let url = edge.url("/webhooks/gh");
+    let answers = concurrently(50, 1_000, move |i| {
+        let r = ankusa_testkit::http::request(
+            "POST",
+            &url,
+            &[("x-github-delivery", &format!("many-{i}"))],
+            b"{}",
+            Duration::from_secs(20),
+        )
+        .expect("edge answers");
+        (
+            r.status,
+            r.json()["id"].as_str().unwrap_or_default().to_string(),
+        )
+    });
+    assert!(
+        answers.iter().all(|(s, _)| *s == 201),
+        "every hook admitted"
+    );
+    let committed = |i: usize| redis.cli(&["GET", &claim_key(&format!("many-{i}"))]);
+    let all_committed = eventually(Duration::from_secs(30), || {
+        (0..1_000)
+            .step_by(50)
+            .all(|i| committed(i).starts_with("c:"))
+    });
+    assert!(all_committed, "claims still pending:\n{}", edge.log_tail());
+    for (i, (_, id)) in answers.iter().enumerate() {
+        assert_eq!(committed(i), format!("c:{id}"), "claim of hook {i}");
+    }
+    let calls = settle_calls(&store);
+    assert!(
+        calls >= 1.0 && calls <= 200.0,
+        "{calls} settle callouts for 1000 hooks"
+    );
+    assert_eq!(edge.stat("ankusa_fleet_settle_dropped_total"), 0.0);
+    assert_eq!(edge.stat("ankusa_fleet_settle_queue_depth"), 0.0);
+}
+
+#[test]
+fn an_upstream_failure_releases_the_claim_and_the_retry_is_admitted() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let edge = edge("edge-release", intake.port, store.port, roomy(5));
+    let failed = edge
+        .post(
+            "/webhooks/gh",
+            &[("x-github-delivery", "fail-1"), ("x-intake-status", "500")],
+            b"{}",
+        )
+        .unwrap();
+    assert_eq!(failed.status, 500);
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["EXISTS", &claim_key("fail-1")])
+            == "0"),
+        "the claim was never released: {}",
+        redis.cli(&["GET", &claim_key("fail-1")])
+    );
+    let retry = deliver(&edge, "/webhooks/gh", "fail-1");
+    assert_eq!(retry.status, 201, "{}", retry.text());
+    let hooks = intake.hooks();
+    assert_eq!(hooks.len(), 1);
+    assert_eq!(hooks[0]["event_key"], "fail-1");
+}
+
+#[test]
+fn an_upstream_duplicate_commits_the_claim_under_the_older_id() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    // The upstream already holds this event (stored before the fleet knew it).
+    let older = ankusa_testkit::http::request(
+        "POST",
+        &intake.url(),
+        &[
+            ("x-ankusa-tenant", "acme"),
+            ("x-ankusa-source", "gh"),
+            ("x-ankusa-event-key", "own-1"),
+        ],
+        b"{}",
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    assert_eq!(older.status, 201);
+    let older_id = older.json()["id"].as_str().unwrap().to_string();
+    let edge = edge("edge-own-dup", intake.port, store.port, roomy(5));
+    let r = deliver(&edge, "/webhooks/gh", "own-1");
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json()["id"],
+        older_id.as_str(),
+        "the upstream's answer passes through"
+    );
+    let expected = format!("c:{older_id}");
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["GET", &claim_key("own-1")])
+            == expected),
+        "claim is {} not {expected}",
+        redis.cli(&["GET", &claim_key("own-1")])
+    );
+}
+
+#[test]
+fn a_claim_held_by_a_killed_edge_expires_and_the_retry_is_admitted() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let mut config = roomy(5);
+    config["fleet"]["pending_ttl_ms"] = json!(2_000);
+    let mut a = edge("edge-doomed", intake.port, store.port, config.clone());
+    let b = edge("edge-survivor", intake.port, store.port, config);
+    let slow_url = a.url("/webhooks/gh");
+    let slow = std::thread::spawn(move || {
+        ankusa_testkit::http::request(
+            "POST",
+            &slow_url,
+            &[
+                ("x-github-delivery", "orphan-1"),
+                ("x-intake-delay-ms", "3000"),
+                ("x-intake-status", "503"),
+            ],
+            b"{}",
+            Duration::from_secs(20),
+        )
+    });
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["GET", &claim_key("orphan-1")])
+            .starts_with("p:")),
+        "the doomed edge never claimed the key"
+    );
+    a.proc.kill();
+    let _ = slow.join();
+    let pending = deliver(&b, "/webhooks/gh", "orphan-1");
+    assert_eq!(
+        pending.status,
+        409,
+        "still pending right after the kill: {}",
+        pending.text()
+    );
+    let admitted = eventually(Duration::from_secs(15), || {
+        let r = deliver(&b, "/webhooks/gh", "orphan-1");
+        assert!(
+            r.status == 201 || r.status == 409,
+            "{} {}",
+            r.status,
+            r.text()
+        );
+        r.status == 201
+    });
+    assert!(admitted, "the orphaned claim never expired");
+    assert!(intake.hooks().iter().any(|h| h["event_key"] == "orphan-1"));
+}
+
+#[test]
+fn a_full_queue_drops_and_counts_settles_but_loses_no_hook() {
+    let redis = Redis::start();
+    let mut store = Store::start(&redis.url());
+    let intake = Intake::start();
+    // The drainer takes its node-wide lease on the first tick and then waits a
+    // minute: settles pile up in a queue of 10.
+    let mut config = roomy(60_000);
+    config["fleet"]["settle_queue_max"] = json!(10);
+    let edge = edge("edge-overflow", intake.port, store.port, config);
+    std::thread::sleep(Duration::from_millis(200));
+    for i in 0..30 {
+        let r = deliver(&edge, "/webhooks/gh", &format!("flood-{i}"));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    assert_eq!(edge.stat("ankusa_fleet_settle_dropped_total"), 20.0);
+    assert_eq!(edge.stat("ankusa_fleet_settle_queue_depth"), 10.0);
+    // The store goes away: hooks keep being admitted.
+    store.proc.stop(Duration::from_secs(5));
+    for i in 30..40 {
+        let r = deliver(&edge, "/webhooks/gh", &format!("flood-{i}"));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    assert_eq!(intake.hooks().len(), 40, "no hook lost");
+}
