@@ -131,3 +131,43 @@ fn a_pending_key_answers_409_with_retry_after() {
     assert_eq!(first.status, 201, "{}", first.text());
     assert_eq!(intake.hooks().len(), 1);
 }
+
+#[test]
+fn fleet_dedupe_with_node_rate_spends_no_charge_on_a_duplicate_and_releases_a_denied_claim() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let mut config = fleet_config(2, 5);
+    config["rate_limits"]["scope"] = serde_json::json!("node");
+    let a = edge("edge-a", intake.port, store.port, config.clone());
+    let b = edge("edge-b", intake.port, store.port, config);
+    let first = deliver(&a, "/webhooks/gh", "mixed-1");
+    assert_eq!(first.status, 201, "{}", first.text());
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["GET", &claim_key("mixed-1")])
+            .starts_with("c:")),
+        "never promoted"
+    );
+    // Duplicates on edge b: answered from the claim, no node charge spent.
+    for _ in 0..5 {
+        let dup = deliver(&b, "/webhooks/gh", "mixed-1");
+        assert_eq!(dup.json()["duplicate"], true, "{}", dup.text());
+    }
+    // Edge b's bucket (burst 2) is whole: two new hooks pass, the third is limited.
+    assert_eq!(deliver(&b, "/webhooks/gh", "mixed-2").status, 201);
+    assert_eq!(deliver(&b, "/webhooks/gh", "mixed-3").status, 201);
+    // The bucket refills at 1/s: spend until it says no.
+    let denied = (4..20)
+        .map(|i| format!("mixed-{i}"))
+        .find(|key| deliver(&b, "/webhooks/gh", key).status == 429)
+        .expect("edge b limits acme within 16 hooks");
+    // Its claim was taken before the node said no, so it is released.
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["EXISTS", &claim_key(&denied)])
+            == "0"),
+        "the denied hook's claim is still held: {}",
+        redis.cli(&["GET", &claim_key(&denied)])
+    );
+}
