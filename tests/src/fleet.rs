@@ -39,7 +39,12 @@ pub struct FleetSpec {
 
 impl FleetSpec {
     pub fn new(edges: usize, filter_config: serde_json::Value) -> FleetSpec {
-        FleetSpec { edges, base_port: None, filter_config, concurrency: 2 }
+        FleetSpec {
+            edges,
+            base_port: None,
+            filter_config,
+            concurrency: 2,
+        }
     }
 }
 
@@ -69,7 +74,9 @@ impl Ports {
             redis: base,
             store: base + 1,
             intake: base + 2,
-            edges: (1..=edges as u16).map(|i| (base + 10 * i, base + 10 * i + 1)).collect(),
+            edges: (1..=edges as u16)
+                .map(|i| (base + 10 * i, base + 10 * i + 1))
+                .collect(),
         })
     }
 
@@ -84,8 +91,11 @@ impl Ports {
 
     /// Every port with what it is for, in start order.
     pub fn named(&self) -> Vec<(String, u16)> {
-        let mut all =
-            vec![("redis".to_string(), self.redis), ("store".into(), self.store), ("intake".into(), self.intake)];
+        let mut all = vec![
+            ("redis".to_string(), self.redis),
+            ("store".into(), self.store),
+            ("intake".into(), self.intake),
+        ];
         for (i, (listen, admin)) in self.edges.iter().enumerate() {
             all.push((format!("edge-{} listener", i + 1), *listen));
             all.push((format!("edge-{} admin", i + 1), *admin));
@@ -95,7 +105,11 @@ impl Ports {
 
     /// Err naming the first port something already listens on.
     pub fn check_free(&self) -> Result<(), String> {
-        match self.named().into_iter().find(|(_, port)| is_listening(*port)) {
+        match self
+            .named()
+            .into_iter()
+            .find(|(_, port)| is_listening(*port))
+        {
             Some((what, port)) => Err(format!("port {port} ({what}) is already in use")),
             None => Ok(()),
         }
@@ -129,12 +143,24 @@ impl Fleet {
         ports.check_free().unwrap_or_else(|e| panic!("{e}"));
         let dir = scratch_dir("fleet");
         let redis_dir = dir.join("redis");
-        std::fs::create_dir_all(&redis_dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", redis_dir.display()));
+        std::fs::create_dir_all(&redis_dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", redis_dir.display()));
         let redis = Redis::start_on(ports.redis, &redis_dir);
         let store = Store::start_on(ports.store, &redis.url(), &[]);
-        assert!(store.wait_ready(Duration::from_secs(10)), "ankusa-store never reached Redis:\n{}", store.proc.log_tail());
+        assert!(
+            store.wait_ready(Duration::from_secs(10)),
+            "ankusa-store never reached Redis:\n{}",
+            store.proc.log_tail()
+        );
         let intake = Intake::start_on(ports.intake, &dir.join("intake"), &[]);
-        let mut fleet = Fleet { edges: Vec::new(), intake, store, redis, ports: ports.clone(), dir };
+        let mut fleet = Fleet {
+            edges: Vec::new(),
+            intake,
+            store,
+            redis,
+            ports: ports.clone(),
+            dir,
+        };
         // Spawn every Envoy first, then wait: their start-ups (V8 compiling the
         // filter) overlap instead of adding up.
         for (i, (listen, admin)) in ports.edges.iter().enumerate() {
@@ -174,7 +200,11 @@ impl Fleet {
 
     /// PIDs of every process this fleet started.
     pub fn pids(&self) -> Vec<u32> {
-        let mut pids = vec![self.redis.proc.pid(), self.store.proc.pid(), self.intake.proc.pid()];
+        let mut pids = vec![
+            self.redis.proc.pid(),
+            self.store.proc.pid(),
+            self.intake.proc.pid(),
+        ];
         pids.extend(self.edges.iter().map(|e| e.proc.pid()));
         pids
     }
@@ -241,7 +271,9 @@ pub fn stop_children(grace: Duration) {
 
 /// PIDs whose parent is `parent`, from `/proc/*/stat`.
 pub fn child_pids(parent: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
@@ -272,17 +304,30 @@ mod tests {
     #[test]
     fn ports_follow_the_documented_layout() {
         let ports = Ports::from_base(20_000, 2).expect("valid");
-        assert_eq!(ports, Ports { redis: 20_000, store: 20_001, intake: 20_002, edges: vec![(20_010, 20_011), (20_020, 20_021)] });
+        assert_eq!(
+            ports,
+            Ports {
+                redis: 20_000,
+                store: 20_001,
+                intake: 20_002,
+                edges: vec![(20_010, 20_011), (20_020, 20_021)]
+            }
+        );
         let err = Ports::from_base(65_500, 4).expect_err("past 65535");
         assert!(err.contains("65500") && err.contains("65541"), "{err}");
-        assert!(Ports::from_base(20_000, 0).expect_err("no edges").contains("--edges"));
+        assert!(Ports::from_base(20_000, 0)
+            .expect_err("no edges")
+            .contains("--edges"));
     }
 
     #[test]
     fn reads_its_own_parent_from_proc() {
         let me = std::process::id();
         assert!(is_alive(me));
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().expect("sleep");
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
         assert!(child_pids(me).contains(&child.id()));
         let _ = child.kill();
         let _ = child.wait();

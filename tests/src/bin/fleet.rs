@@ -42,7 +42,12 @@ fn spec(args: &Args) -> Result<FleetSpec, String> {
                 .map_err(|e| format!("--filter-config {}: not JSON: {e}", path.display()))?
         }
     };
-    Ok(FleetSpec { edges: args.edges, base_port: Some(args.base_port), filter_config, concurrency: args.concurrency })
+    Ok(FleetSpec {
+        edges: args.edges,
+        base_port: Some(args.base_port),
+        filter_config,
+        concurrency: args.concurrency,
+    })
 }
 
 fn main() {
@@ -65,7 +70,10 @@ fn main() {
         default_hook(info);
         fleet::stop_children(Duration::from_secs(5));
     }));
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("fleet: cannot start the runtime: {e}");
@@ -80,7 +88,10 @@ async fn run(spec: FleetSpec) -> i32 {
     use tokio::signal::unix::{signal, SignalKind};
     // Handlers go in before any child starts, so a signal during start-up
     // can't kill this process with its children still running.
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         eprintln!("fleet: cannot install signal handlers");
         return 1;
     };
@@ -105,7 +116,11 @@ async fn run(spec: FleetSpec) -> i32 {
         return 130;
     }
     let ready = fleet.ready_json();
-    eprintln!("fleet: {} edge(s) up; logs under {}", fleet.edges.len(), fleet.dir.display());
+    eprintln!(
+        "fleet: {} edge(s) up; logs under {}",
+        fleet.edges.len(),
+        fleet.dir.display()
+    );
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "READY {ready}");
     let _ = out.flush();

@@ -128,6 +128,13 @@ impl Summary {
     }
 }
 
+/// Retries queued behind a `Retry-After` or a backoff.
+pub struct Waiting {
+    pub count: usize,
+    /// Until the soonest of them is due.
+    pub next: Option<Duration>,
+}
+
 /// The live line on stderr: rewritten in place on a terminal, one line a
 /// second otherwise (logs, CI).
 pub struct Progress {
@@ -147,8 +154,8 @@ impl Progress {
         }
     }
 
-    pub fn show(&mut self, elapsed: Duration, t: &Tally) {
-        let line = format!(
+    pub fn show(&mut self, elapsed: Duration, t: &Tally, waiting: &Waiting) {
+        let mut line = format!(
             "[{:>5.1}s] sent {}/{} acked {} in-flight {} retried {} 429s {} 409s {} dup {} errors {}",
             elapsed.as_secs_f64(),
             t.sent,
@@ -161,6 +168,13 @@ impl Progress {
             t.duplicate_answers,
             t.transport_errors + t.other_non_2xx
         );
+        if let Some(next) = waiting.next {
+            let next = next.as_secs_f64();
+            line.push_str(&format!(
+                " | {} waiting to retry, next in {next:.1}s",
+                waiting.count
+            ));
+        }
         let mut err = std::io::stderr().lock();
         let _ = if self.tty {
             write!(err, "\r\x1b[2K{line}")
@@ -170,8 +184,8 @@ impl Progress {
         let _ = err.flush();
     }
 
-    pub fn finish(&mut self, elapsed: Duration, t: &Tally) {
-        self.show(elapsed, t);
+    pub fn finish(&mut self, elapsed: Duration, t: &Tally, waiting: &Waiting) {
+        self.show(elapsed, t, waiting);
         if self.tty {
             let _ = writeln!(std::io::stderr());
         }

@@ -6,9 +6,9 @@
 //! is due, each request on its own connection (as providers do).
 
 use super::profile::{Event, Profile};
-use super::report::{Progress, Tally};
+use super::report::{Progress, Tally, Waiting};
 use crate::ids::Rng;
-use ankusa_testkit::http;
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Condvar, Mutex};
@@ -253,7 +253,7 @@ fn worker(
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let answer = http::request("POST", &url, &headers, &events[event].body, timeout);
+        let answer = crate::client::request("POST", &url, &headers, &events[event].body, timeout);
 
         let mut board = lock(shared);
         let now = Instant::now();
@@ -329,18 +329,35 @@ fn report_progress(shared: &(Mutex<Board>, Condvar), start: Instant, deadline: I
     let mut next = start + Duration::from_secs(1);
     loop {
         std::thread::sleep(Duration::from_millis(100));
-        let (tally, done) = {
+        let (tally, waiting, done) = {
             let board = lock(shared);
-            let done =
-                board.unresolved == 0 || Instant::now() >= deadline && board.tally.in_flight == 0;
-            (board.tally.clone(), done)
+            let now = Instant::now();
+            let done = board.unresolved == 0 || now >= deadline && board.tally.in_flight == 0;
+            // Retries waiting out a Retry-After or a backoff (first deliveries
+            // not yet due don't count).
+            let retries = board
+                .queue
+                .iter()
+                .filter(|Reverse((_, _, _, attempt))| *attempt > 0);
+            let next = retries
+                .clone()
+                .map(|Reverse((due, _, _, _))| due.saturating_duration_since(now))
+                .min();
+            (
+                board.tally.clone(),
+                Waiting {
+                    count: retries.count(),
+                    next,
+                },
+                done,
+            )
         };
         if done {
-            progress.finish(start.elapsed(), &tally);
+            progress.finish(start.elapsed(), &tally, &waiting);
             return;
         }
         if Instant::now() >= next {
-            progress.show(start.elapsed(), &tally);
+            progress.show(start.elapsed(), &tally, &waiting);
             next += Duration::from_secs(1);
         }
     }
