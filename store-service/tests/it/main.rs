@@ -4,5 +4,6 @@ mod bad_input;
 mod common;
 mod outage;
 mod parity;
+mod protocols;
 mod shutdown;
 mod suite;

@@ -329,7 +329,9 @@ async fn concurrent_settles_share_pipelines(ctx: &Ctx<'_>) {
     const REQUESTS: usize = 200;
     const OPS_EACH: usize = 10;
     let trips = "ankusa_store_pipeline_round_trips_total";
+    let flushes = "ankusa_store_settle_batch_ops_count";
     let trips_before = ctx.service.metric(trips).await;
+    let flushes_before = ctx.service.metric(flushes).await;
     let promoted_before = ctx
         .service
         .metric("ankusa_store_settle_ops_total{op=\"promote\"}")
@@ -373,6 +375,14 @@ async fn concurrent_settles_share_pipelines(ctx: &Ctx<'_>) {
         round_trips >= 1.0 && round_trips <= k / 10.0,
         "{round_trips} pipeline round trips for {k} ops"
     );
+    // One pipeline per node per flush, never one per request or per op.
+    let flushed = ctx.service.metric(flushes).await - flushes_before;
+    let nodes = match ctx.db {
+        Db::Single(_) => 1.0,
+        Db::Cluster(c) => c.nodes.len() as f64,
+    };
+    assert!(round_trips <= flushed * nodes, "{round_trips} round trips in {flushed} flushes over {nodes} nodes");
+    eprintln!("settle: {k} ops, {flushed} flushes, {round_trips} pipeline round trips");
     assert_eq!(
         ctx.db.keys("ankusa:{batch*}:claim:*").len(),
         REQUESTS * OPS_EACH

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Drives POST /v1/hit of a release ankusa-store with concurrent keep-alive
+# clients, then runs the same hit script straight on the same Redis with
+# redis-benchmark (EVALSHA, same keys and arguments), and prints both rates,
+# their p50/p99 latency and the ratio. A benchmark, not a test.
+#
+#   scripts/bench-store.sh            # 32 clients, 5 s
+#   CLIENTS=64 SECONDS_RUN=10 scripts/bench-store.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CLIENTS=${CLIENTS:-32}
+SECONDS_RUN=${SECONDS_RUN:-5}
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+
+cargo build --release -p ankusa-store --bins >&2
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+REDIS_PORT=$(free_port)
+STORE_PORT=$(free_port)
+WORK=$(mktemp -d)
+REDIS_PID=""
+STORE_PID=""
+cleanup() {
+  [ -n "$STORE_PID" ] && kill "$STORE_PID" 2>/dev/null && wait "$STORE_PID" 2>/dev/null || true
+  [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
+REDIS_PID=$!
+"$TARGET_DIR/release/ankusa-store" --listen "127.0.0.1:$STORE_PORT" --redis-url "redis://127.0.0.1:$REDIS_PORT/0" \
+  >"$WORK/store.log" 2>&1 &
+STORE_PID=$!
+for _ in $(seq 1 200); do
+  curl -fs "http://127.0.0.1:$STORE_PORT/readyz" >/dev/null 2>&1 && break
+  sleep 0.05
+done
+curl -fs "http://127.0.0.1:$STORE_PORT/readyz" >/dev/null || { cat "$WORK/store.log"; exit 1; }
+
+echo "machine: $(nproc) cores; $CLIENTS clients, ${SECONDS_RUN}s; Redis $(redis-server --version | awk '{print $3}')"
+
+STORE_LINE=$("$TARGET_DIR/release/store-bench" --url "http://127.0.0.1:$STORE_PORT" --concurrency "$CLIENTS" --seconds "$SECONDS_RUN")
+STORE_RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$STORE_LINE")
+echo "store  /v1/hit (HTTP/1.1 keep-alive):  $STORE_LINE"
+
+# The same script text the store loads; redis-benchmark calls it by SHA.
+SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$("$TARGET_DIR/release/store-bench" --print-hit-script)")
+REQUESTS=$(( STORE_RPS > 0 ? STORE_RPS * SECONDS_RUN * 2 : 100000 ))
+CSV=$(redis-benchmark -p "$REDIS_PORT" -c "$CLIENTS" -n "$REQUESTS" -r 100000000 --csv \
+  EVALSHA "$SHA" 2 'ankusa:{bench}:rl:hooks' 'ankusa:{bench}:claim:gh:__rand_int__' \
+  1 1 1000000000000000 h1 bench 30000 | tail -1)
+# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+REDIS_RPS=$(awk -F'","' '{print $2}' <<<"$CSV")
+REDIS_P50=$(awk -F'","' '{print $5}' <<<"$CSV")
+REDIS_P99=$(awk -F'","' '{print $7}' <<<"$CSV")
+echo "redis  EVALSHA hit (redis-benchmark):   rps=${REDIS_RPS%.*} p50_ms=$REDIS_P50 p99_ms=$REDIS_P99 requests=$REQUESTS clients=$CLIENTS"
+python3 -c "import sys; s, r = float(sys.argv[1]), float(sys.argv[2]); print(f'ratio  store/redis rate: {s / r:.2f}')" "$STORE_RPS" "$REDIS_RPS"

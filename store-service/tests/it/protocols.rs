@@ -1,0 +1,26 @@
+//! Edges call the store over cleartext HTTP/2 or keep-alive HTTP/1.1; both
+//! are served on the one port.
+
+use crate::common::{charge, hit, Service};
+use ankusa_testkit::redis::Redis;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_cleartext_http2_with_prior_knowledge() {
+    let redis = Redis::start();
+    let service = Service::ready(&redis.url()).await;
+    let client = Client::builder(TokioExecutor::new()).http2_only(true).build_http::<Full<Bytes>>();
+    let body = hit(vec![charge("hooks", "h2", 1_000, 1_000_000)], None).to_string();
+    for _ in 0..3 {
+        let req = hyper::Request::post(service.at("/v1/hit")).body(Full::new(Bytes::from(body.clone()))).expect("request");
+        let res = client.request(req).await.expect("h2c answer");
+        assert_eq!(res.version(), hyper::Version::HTTP_2);
+        assert_eq!(res.status(), 200);
+        let text = res.into_body().collect().await.expect("body").to_bytes();
+        assert_eq!(&text[..], br#"{"result":"ok"}"#);
+    }
+    service.stop().await;
+}
