@@ -234,18 +234,23 @@ impl Hook {
                 Action::Pause
             }
             Err(_) => {
-                self.record(rt, permit, false);
+                self.record(rt, permit, Some(&CallFailure::Dispatch));
                 self.fall_back(rt, &plan, &CallFailure::Dispatch.to_string())
             }
         }
     }
 
-    fn record(&self, rt: &Runtime, permit: CallPermit, ok: bool) {
+    /// Reports a call's outcome (`failure`: why it failed) to the breaker.
+    fn record(&self, rt: &Runtime, permit: CallPermit, failure: Option<&CallFailure>) {
         let now = now_us();
-        if let Some(transition) = rt.breaker().record(now, permit, ok) {
-            log::warn!("ankusa: fleet breaker {transition:?}");
-            rt.show_breaker(now);
+        let Some(transition) = rt.breaker().record(now, permit, failure.is_none()) else {
+            return;
+        };
+        match failure {
+            Some(why) => log::warn!("ankusa: fleet breaker {transition:?}: {why}"),
+            None => log::info!("ankusa: fleet breaker {transition:?}: the store answered"),
         }
+        rt.show_breaker(now);
     }
 
     /// The store's answer to this hook's call.
@@ -255,7 +260,7 @@ impl Hook {
         call: Call,
         answer: Result<HitAnswer, CallFailure>,
     ) -> Action {
-        self.record(rt, call.permit, answer.is_ok());
+        self.record(rt, call.permit, answer.as_ref().err());
         let answer = match answer {
             Ok(answer) => answer,
             Err(failure) => return self.fall_back(rt, &call.plan, &failure.to_string()),

@@ -119,8 +119,8 @@ impl FakeStore {
                                 held.push(stream);
                             }
                             Fault::Garbage => {
-                                let r = r.clone();
-                                std::thread::spawn(move || answer_garbage(stream, &r));
+                                let (r, s) = (r.clone(), s.clone());
+                                std::thread::spawn(move || answer_garbage(stream, &r, &s));
                             }
                         }
                     }
@@ -161,14 +161,28 @@ impl Drop for FakeStore {
 }
 
 /// Reads requests off a keep-alive connection and answers each with garbage.
-fn answer_garbage(mut stream: TcpStream, requests: &AtomicU64) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+fn answer_garbage(mut stream: TcpStream, requests: &AtomicU64, stop: &AtomicBool) {
+    // Short reads so a stopped fake closes its keep-alive connections too:
+    // a pooled connection must not keep answering for a store that is gone.
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
     let mut pending = Vec::new();
     let mut buf = [0u8; 65536];
     loop {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
         let n = match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
+            Ok(0) => return,
             Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(_) => return,
         };
         pending.extend_from_slice(&buf[..n]);
         while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
