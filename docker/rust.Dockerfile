@@ -1,0 +1,38 @@
+# The workspace's Rust services, one image per target:
+#   store    — ankusa-store (listens on $ANKUSA_STORE_LISTEN, Redis at $ANKUSA_REDIS_URL)
+#   intake   — the sample intake (journal in /data)
+#   provider — the mock provider
+# The filter is not built here: Envoy loads target/wasm32-wasip1/release/ankusa_filter.wasm,
+# mounted from the host by docker-compose.yml.
+
+FROM rust:1-bookworm AS build
+WORKDIR /src
+COPY . .
+# One build serves the three targets below (same stage, so Docker builds it once).
+RUN cargo build --release --locked -p ankusa-store -p ankusa-tests --bin ankusa-store --bin intake --bin mock-provider \
+ && mkdir -p /out \
+ && cp target/release/ankusa-store target/release/intake target/release/mock-provider /out/
+
+FROM debian:bookworm-slim AS runtime
+RUN useradd --system --no-create-home ankusa
+USER ankusa
+
+FROM runtime AS store
+COPY --from=build /out/ankusa-store /usr/local/bin/ankusa-store
+ENV ANKUSA_STORE_LISTEN=0.0.0.0:7070
+EXPOSE 7070
+ENTRYPOINT ["ankusa-store"]
+
+FROM runtime AS intake
+COPY --from=build /out/intake /usr/local/bin/intake
+USER root
+RUN mkdir -p /data && chown ankusa /data
+USER ankusa
+VOLUME /data
+EXPOSE 8080
+ENTRYPOINT ["intake"]
+CMD ["--listen", "0.0.0.0:8080", "--data-dir", "/data"]
+
+FROM runtime AS provider
+COPY --from=build /out/mock-provider /usr/local/bin/mock-provider
+ENTRYPOINT ["mock-provider"]
