@@ -318,3 +318,50 @@ fn int(v: &Value) -> Option<i64> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_slots_reply_lists_each_master_and_its_range() {
+        let node = |host: &str, port: i64| {
+            Value::Array(vec![
+                Value::BulkString(host.as_bytes().to_vec()),
+                Value::Int(port),
+                Value::BulkString(b"id".to_vec()),
+            ])
+        };
+        let reply = Value::Array(vec![
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(5460),
+                node("127.0.0.1", 7000),
+                node("127.0.0.1", 7003),
+            ]),
+            Value::Array(vec![
+                Value::Int(5461),
+                Value::Int(16383),
+                node("127.0.0.1", 7001),
+            ]),
+            Value::Array(vec![Value::Int(1)]),
+        ]);
+        assert_eq!(
+            parse_cluster_slots(&reply),
+            vec![
+                SlotOwner {
+                    start: 0,
+                    end: 5460,
+                    host: "127.0.0.1".into(),
+                    port: 7000
+                },
+                SlotOwner {
+                    start: 5461,
+                    end: 16383,
+                    host: "127.0.0.1".into(),
+                    port: 7001
+                },
+            ]
+        );
+    }
+}

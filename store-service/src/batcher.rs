@@ -148,19 +148,73 @@ async fn flush(backend: Arc<Backend>, jobs: Vec<Job>) {
     }
 }
 
-/// Applies `entries` on `node` in one pipeline. A Redis that lost its script
-/// cache answers NOSCRIPT; the pipeline is then sent again with the script
-/// text (EVAL), which also caches it. Both ops are idempotent, so a resend
-/// is safe.
+/// Applies `entries` on `node` in one pipeline. When a Cluster moved a slot
+/// since the slot map was read, the node answers MOVED/ASK: the map is read
+/// again and the entries are regrouped and sent once more. Both ops are
+/// idempotent, so a resend is safe.
 async fn apply(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), StoreError> {
+    match send(backend, node, entries).await {
+        Err(Failure::Redirected) => {
+            backend.refresh_slots().await;
+            let mut regrouped: HashMap<Node, Vec<&Entry>> = HashMap::new();
+            for entry in entries {
+                let node = backend.node_of(&keys::claim(entry.op.claim()));
+                regrouped.entry(node).or_default().push(entry);
+            }
+            for (node, group) in regrouped {
+                let group: Vec<Entry> = group
+                    .into_iter()
+                    .map(|e| Entry {
+                        job: e.job,
+                        op: e.op.clone(),
+                    })
+                    .collect();
+                match send(backend, &node, &group).await {
+                    Ok(()) => {}
+                    Err(Failure::Redirected) => {
+                        return Err(StoreError::RedisUnavailable(
+                            "Cluster slots are moving".into(),
+                        ))
+                    }
+                    Err(Failure::Failed(e)) => return Err(e),
+                }
+            }
+            Ok(())
+        }
+        Err(Failure::Failed(e)) => Err(e),
+        Ok(()) => Ok(()),
+    }
+}
+
+enum Failure {
+    /// The node no longer serves some of the keys.
+    Redirected,
+    Failed(StoreError),
+}
+
+/// One pipeline to `node`. A Redis that lost its script cache answers
+/// NOSCRIPT; the pipeline is then sent again with the script text (EVAL),
+/// which also caches it.
+async fn send(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), Failure> {
     let mut with_text = false;
     loop {
         let pipe = build(backend, entries, with_text);
         let result = backend.send_pipeline(node, &pipe, entries.len()).await;
-        let noscript = match &result {
-            Err(e) => e.kind() == redis::ErrorKind::NoScriptError,
-            Ok(values) => values.iter().any(is_noscript),
+        let (noscript, redirected) = match &result {
+            Err(e) => (
+                e.kind() == redis::ErrorKind::NoScriptError,
+                matches!(e.kind(), redis::ErrorKind::Moved | redis::ErrorKind::Ask),
+            ),
+            Ok(values) => (
+                values.iter().any(|v| has_code(v, "NOSCRIPT")),
+                values
+                    .iter()
+                    .any(|v| has_code(v, "MOVED") || has_code(v, "ASK")),
+            ),
         };
+        if redirected {
+            return Err(Failure::Redirected);
+        }
         if noscript && !with_text {
             with_text = true;
             continue;
@@ -168,18 +222,20 @@ async fn apply(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), 
         return match result {
             Err(e) => {
                 log::warn!("settle pipeline on {node:?}: {e}");
-                Err(StoreError::from_redis(&e))
+                Err(Failure::Failed(StoreError::from_redis(&e)))
             }
             Ok(values) => match values.iter().find(|v| matches!(v, Value::ServerError(_))) {
-                Some(err) => Err(StoreError::Internal(format!("settle op failed: {err:?}"))),
+                Some(err) => Err(Failure::Failed(StoreError::Internal(format!(
+                    "settle op failed: {err:?}"
+                )))),
                 None => Ok(()),
             },
         };
     }
 }
 
-fn is_noscript(value: &Value) -> bool {
-    matches!(value, Value::ServerError(e) if e.code() == "NOSCRIPT")
+fn has_code(value: &Value, code: &str) -> bool {
+    matches!(value, Value::ServerError(e) if e.code() == code)
 }
 
 fn build(backend: &Backend, entries: &[Entry], with_text: bool) -> Pipeline {

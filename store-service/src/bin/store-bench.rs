@@ -44,13 +44,18 @@ fn main() {
         print!("{}", hit_source());
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     runtime.block_on(run(args));
 }
 
 async fn run(args: Args) {
     let mut builder = Client::builder(TokioExecutor::new());
-    builder.pool_max_idle_per_host(args.concurrency).http2_only(args.h2);
+    builder
+        .pool_max_idle_per_host(args.concurrency)
+        .http2_only(args.h2);
     let client = builder.build_http::<Full<Bytes>>();
     let url = format!("{}/v1/hit", args.url.trim_end_matches('/'));
     let started = Instant::now();
@@ -103,7 +108,9 @@ async fn run(args: Args) {
         if all.latencies_us.is_empty() {
             return 0.0;
         }
-        let i = ((all.latencies_us.len() as f64 * p).ceil() as usize).clamp(1, all.latencies_us.len()) - 1;
+        let i = ((all.latencies_us.len() as f64 * p).ceil() as usize)
+            .clamp(1, all.latencies_us.len())
+            - 1;
         f64::from(all.latencies_us[i]) / 1000.0
     };
     println!(

@@ -101,3 +101,49 @@ pub fn parse_reply(reply: &[Value]) -> Result<HitAnswer, StoreError> {
         _ => Err(unexpected()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn script_replies_become_answers() {
+        assert_eq!(parse_reply(&[bulk("ok")]).unwrap(), HitAnswer::Ok);
+        assert_eq!(
+            parse_reply(&[bulk("duplicate"), bulk("h1")]).unwrap(),
+            HitAnswer::Duplicate {
+                hook_id: "h1".into()
+            }
+        );
+        assert_eq!(
+            parse_reply(&[bulk("pending"), Value::Int(250)]).unwrap(),
+            HitAnswer::Pending {
+                retry_after_ms: 250
+            }
+        );
+    }
+
+    #[test]
+    fn a_wait_in_us_rounds_up_to_whole_ms_and_never_to_zero() {
+        let wait = |us: &str| parse_reply(&[bulk("rate_limited"), bulk(us)]).unwrap();
+        assert_eq!(wait("1"), HitAnswer::RateLimited { retry_after_ms: 1 });
+        assert_eq!(wait("1000"), HitAnswer::RateLimited { retry_after_ms: 1 });
+        assert_eq!(wait("1001"), HitAnswer::RateLimited { retry_after_ms: 2 });
+    }
+
+    #[test]
+    fn an_unexpected_reply_is_an_internal_error() {
+        assert!(matches!(
+            parse_reply(&[bulk("maybe")]),
+            Err(StoreError::Internal(_))
+        ));
+        assert!(matches!(
+            parse_reply(&[bulk("pending")]),
+            Err(StoreError::Internal(_))
+        ));
+    }
+}

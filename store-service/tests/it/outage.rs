@@ -162,12 +162,20 @@ fn isolated_redis() -> (Proc, u16) {
 #[test]
 fn a_stalled_redis_gets_a_timeout_within_the_budget_never_a_late_answer() {
     let (redis, port) = isolated_redis();
-    let store = Store::start_on(free_port(), &format!("redis://127.0.0.1:{port}/"), &[]);
+    let store = Store::start_on(
+        free_port(),
+        &format!("redis://127.0.0.1:{port}/"),
+        &["--max-budget-ms", "300"],
+    );
     assert!(store.wait_ready(Duration::from_secs(10)));
     redis.signal("STOP");
     let (res, took) = post(&store, "/v1/hit", &hit_body("stalled"), "200");
+    // A caller asking for a minute still gets the service's ceiling.
+    let (capped, capped_took) = post(&store, "/v1/hit", &hit_body("stalled-2"), "60000");
     redis.signal("CONT");
     assert_quick_503(&res, took, &["timeout"]);
+    assert_quick_503(&capped, capped_took, &["timeout"]);
+    assert!(capped.text().contains("300 ms"), "{}", capped.text());
     assert!(store.metric("ankusa_store_errors_total{cause=\"timeout\"}") >= 1.0);
     assert!(store.wait_ready(Duration::from_secs(10)));
     let (res, _) = post(&store, "/v1/hit", &hit_body("resumed"), "1000");

@@ -12,10 +12,14 @@ use hyper_util::rt::TokioExecutor;
 async fn answers_cleartext_http2_with_prior_knowledge() {
     let redis = Redis::start();
     let service = Service::ready(&redis.url()).await;
-    let client = Client::builder(TokioExecutor::new()).http2_only(true).build_http::<Full<Bytes>>();
+    let client = Client::builder(TokioExecutor::new())
+        .http2_only(true)
+        .build_http::<Full<Bytes>>();
     let body = hit(vec![charge("hooks", "h2", 1_000, 1_000_000)], None).to_string();
     for _ in 0..3 {
-        let req = hyper::Request::post(service.at("/v1/hit")).body(Full::new(Bytes::from(body.clone()))).expect("request");
+        let req = hyper::Request::post(service.at("/v1/hit"))
+            .body(Full::new(Bytes::from(body.clone())))
+            .expect("request");
         let res = client.request(req).await.expect("h2c answer");
         assert_eq!(res.version(), hyper::Version::HTTP_2);
         assert_eq!(res.status(), 200);

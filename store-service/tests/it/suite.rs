@@ -381,7 +381,10 @@ async fn concurrent_settles_share_pipelines(ctx: &Ctx<'_>) {
         Db::Single(_) => 1.0,
         Db::Cluster(c) => c.nodes.len() as f64,
     };
-    assert!(round_trips <= flushed * nodes, "{round_trips} round trips in {flushed} flushes over {nodes} nodes");
+    assert!(
+        round_trips <= flushed * nodes,
+        "{round_trips} round trips in {flushed} flushes over {nodes} nodes"
+    );
     eprintln!("settle: {k} ops, {flushed} flushes, {round_trips} pipeline round trips");
     assert_eq!(
         ctx.db.keys("ankusa:{batch*}:claim:*").len(),
