@@ -362,12 +362,14 @@ impl HttpContext for Hook {
             return self.reply(&rt, Outcome::BadMethod, LocalReply::bad_method(&method));
         }
         let limit = rt.config.max_body_bytes;
-        if let Some(len) = header("content-length").and_then(|v| v.trim().parse::<u64>().ok()) {
-            if len > limit {
-                return self.reply(&rt, Outcome::TooLarge, LocalReply::too_large(len, limit));
-            }
+        let declared = header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
+        if let Some(len) = declared.filter(|len| *len > limit) {
+            return self.reply(&rt, Outcome::TooLarge, LocalReply::too_large(len, limit));
         }
-        let needs_body = route.source.dedupe.as_ref().is_some_and(|r| r.needs_body())
+        // A body of undeclared length (chunked) is buffered too, so the
+        // limit holds before anything goes upstream.
+        let needs_body = declared.is_none()
+            || route.source.dedupe.as_ref().is_some_and(|r| r.needs_body())
             || rt
                 .config
                 .rate_limits

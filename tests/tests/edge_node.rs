@@ -179,9 +179,62 @@ fn ten_thousand_tenant_names_do_not_grow_shared_data_without_bound() {
     send(2_000..12_000);
     let after = allocated(&edge);
     let growth = after.saturating_sub(before);
+    eprintln!("heap growth over 10 000 new tenant names: {growth} bytes");
     // A key per tenant would cost ≥ 100 bytes each (≥ 1 MB for 10 000).
     assert!(
         growth < 1_000_000,
         "heap grew {growth} bytes over 10 000 new tenant names"
     );
+}
+
+/// Sends a chunked POST by hand (the testkit client always declares a length).
+fn post_chunked(edge: &envoy::Edge, path: &str, chunks: &[&[u8]]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", edge.spec.listen_port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!(
+        "POST {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\ntransfer-encoding: chunked\r\nx-github-delivery: chunky\r\n\r\n"
+    )
+    .into_bytes();
+    for c in chunks {
+        req.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        req.extend_from_slice(c);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    s.write_all(&req).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn body_limits_hold_for_chunked_bodies_and_the_bytes_quota() {
+    let intake = Intake::start();
+    let mut config = node_config(10);
+    config["max_body_bytes"] = serde_json::json!(100);
+    config["rate_limits"]["tenants"]["globex"] =
+        serde_json::json!({"rate": 1000, "burst": 1000, "bytes_rate": 1, "bytes_burst": 50});
+    let edge = edge("edge-bytes", intake.port, free_port(), config);
+    let answer = post_chunked(&edge, "/webhooks/gh", &[&[b'x'; 60], &[b'y'; 41]]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    let answer = post_chunked(&edge, "/webhooks/gh", &[&[b'x'; 60], &[b'y'; 40]]);
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    // globex may send 50 body bytes at once, refilled at 1 byte/s.
+    let too_big = edge.post("/webhooks/globex/any", &[], &[b'z'; 51]).unwrap();
+    assert_eq!(
+        too_big.status,
+        413,
+        "over the bytes burst can never pass: {}",
+        too_big.text()
+    );
+    assert_eq!(
+        edge.post("/webhooks/globex/any", &[], &[b'z'; 40])
+            .unwrap()
+            .status,
+        201
+    );
+    let limited = edge.post("/webhooks/globex/any", &[], &[b'z'; 40]).unwrap();
+    assert_eq!(limited.status, 429, "{}", limited.text());
+    assert_eq!(intake.hooks().len(), 2);
 }
