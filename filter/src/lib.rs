@@ -7,6 +7,7 @@
 //! - [`root`]: the root context: config, metrics, pre-created keys, the settle drainer's tick.
 //! - [`http`]: one hook's admission (route, event key, node or fleet charge, fallback).
 //! - [`plan`]: what a hook costs where, and how a store answer becomes a reply.
+//! - [`reload`]: a reload that changed tenant limits resets their buckets.
 //! - [`settle`]: the node-wide queue of promote/release operations and its drainer.
 //! - [`shared`]: [`ankusa_core::cas::CasStore`] over proxy-wasm shared data, and the host clock.
 //! - [`metrics`]: Envoy stats with labels encoded in their names.
@@ -18,6 +19,7 @@
 pub mod http;
 pub mod metrics;
 pub mod plan;
+pub mod reload;
 pub mod root;
 pub mod settle;
 pub mod shared;

@@ -9,17 +9,18 @@
 
 use crate::http::Hook;
 use crate::metrics::Metrics;
+use crate::reload;
 use crate::settle::{self, Enqueued, Queued};
 use crate::shared::{now_ms, now_us, HostStore};
 use ankusa_core::breaker::{Breaker, BreakerState};
 use ankusa_core::cas::{ensure_keys, CasStore};
-use ankusa_core::config::{Config, Limits, Scope};
+use ankusa_core::config::Config;
 use ankusa_core::node_buckets::NodeBuckets;
 use ankusa_core::wire::{self, ResetRequest};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{BufferType, ContextType, MapType};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -150,7 +151,10 @@ impl Root {
             metrics,
             queue_id,
         };
-        note_limit_changes(&runtime);
+        let changed = reload::note_limit_changes(&HOST, &runtime.config);
+        if !changed.is_empty() {
+            log::info!("ankusa: limits changed for {changed:?}; their buckets were reset");
+        }
         Ok(Rc::new(runtime))
     }
 
@@ -266,82 +270,6 @@ pub fn wire_name(id: &str) -> String {
     }
 }
 
-/// A tenant's limits in a form two configurations compare by.
-fn fingerprint(limits: &Limits) -> String {
-    let bytes = limits
-        .bytes
-        .map_or(String::from("-"), |b| format!("{}/{}", b.rate, b.burst));
-    format!("{}/{};{bytes}", limits.hooks.rate, limits.hooks.burst)
-}
-
-/// Every configured tenant's limits, plus the default under "*".
-pub fn limits_map(config: &Config) -> BTreeMap<String, String> {
-    let mut map: BTreeMap<String, String> = config
-        .rate_limits
-        .tenants
-        .iter()
-        .map(|(t, l)| (t.clone(), fingerprint(l)))
-        .collect();
-    map.insert("*".to_string(), fingerprint(&config.rate_limits.default));
-    map
-}
-
-/// Tenants whose effective limit differs between two limit maps. A change to
-/// the default ("*") concerns tenants nobody configured; their buckets
-/// converge within one burst period, so it resets nothing.
-pub fn changed_tenants(
-    old: &BTreeMap<String, String>,
-    new: &BTreeMap<String, String>,
-) -> Vec<String> {
-    let effective =
-        |map: &BTreeMap<String, String>, t: &str| map.get(t).or_else(|| map.get("*")).cloned();
-    let mut tenants: Vec<String> = old
-        .keys()
-        .chain(new.keys())
-        .filter(|t| t.as_str() != "*")
-        .filter(|t| effective(old, t) != effective(new, t))
-        .cloned()
-        .collect();
-    tenants.sort();
-    tenants.dedup();
-    tenants
-}
-
-/// On a reload, the first root context to see new limits resets the changed
-/// tenants' node buckets and queues a store reset for a tick to send (the
-/// canary that runs `on_configure` first never ticks).
-fn note_limit_changes(rt: &Runtime) {
-    let new = limits_map(&rt.config);
-    let Ok(new_bytes) = serde_json::to_vec(&new) else {
-        return;
-    };
-    let (old_bytes, version) = HOST.get(LIMITS_KEY);
-    if old_bytes == new_bytes || !HOST.compare_and_set(LIMITS_KEY, &new_bytes, version) {
-        return;
-    }
-    let Ok(old) = serde_json::from_slice::<BTreeMap<String, String>>(&old_bytes) else {
-        return; // first configuration on this node: nothing to reset
-    };
-    let tenants = changed_tenants(&old, &new);
-    if tenants.is_empty() {
-        return;
-    }
-    log::info!("ankusa: limits changed for {tenants:?}; resetting their buckets");
-    let buckets = rt.buckets();
-    for t in &tenants {
-        buckets.reset(t);
-    }
-    if rt.config.rate_limits.scope == Scope::Fleet {
-        let _ = crate::shared::update_bytes(&HOST, RESETS_KEY, |pending| {
-            let mut list: Vec<String> = serde_json::from_slice(pending).unwrap_or_default();
-            list.extend(tenants.iter().cloned());
-            list.sort();
-            list.dedup();
-            serde_json::to_vec(&list).ok()
-        });
-    }
-}
-
 impl Context for Root {
     fn on_http_call_response(
         &mut self,
@@ -411,52 +339,11 @@ impl RootContext for Root {
 mod tests {
     use super::*;
 
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn a_changed_added_or_removed_tenant_limit_is_a_change() {
-        let old = map(&[
-            ("*", "50/100;-"),
-            ("acme", "500/1000;-"),
-            ("gone", "1/1;-"),
-            ("same", "2/2;-"),
-        ]);
-        let new = map(&[
-            ("*", "60/100;-"),
-            ("acme", "400/1000;-"),
-            ("same", "2/2;-"),
-            ("new", "5/5;-"),
-        ]);
-        assert_eq!(changed_tenants(&old, &new), ["acme", "gone", "new"]);
-    }
-
-    #[test]
-    fn a_tenant_moved_to_the_default_it_already_had_is_no_change() {
-        let old = map(&[("*", "50/100;-"), ("acme", "50/100;-")]);
-        let new = map(&[("*", "50/100;-")]);
-        assert!(changed_tenants(&old, &new).is_empty());
-    }
-
     #[test]
     fn envoy_node_ids_become_wire_names() {
         assert_eq!(wire_name("edge-1"), "edge-1");
         assert_eq!(wire_name("pod/edge 1"), "pod-edge-1");
         assert_eq!(wire_name(""), "edge");
         assert_eq!(wire_name(&"x".repeat(80)).len(), 64);
-    }
-
-    #[test]
-    fn fingerprints_include_the_bytes_quota() {
-        let config = Config::parse(
-            br#"{"sources":{"gh":{"dedupe":"github"}},
-                 "rate_limits":{"default":{"rate":1,"burst":2,"bytes_rate":3,"bytes_burst":4}}}"#,
-        )
-        .unwrap();
-        assert_eq!(limits_map(&config)["*"], "1/2;3/4");
     }
 }
