@@ -9,12 +9,9 @@ use hyper::{Request, StatusCode};
 use redis::Value;
 use std::time::Instant;
 
-/// Largest µs count Lua's doubles hold exactly (2^53 − 1, about 285 years).
-pub const MAX_EXACT_US: u64 = (1 << 53) - 1;
-
 pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
-    let hit: HitRequest = read_json(req, "hit request").await?;
+    let hit: HitRequest = read_json(req, super::MAX_BODY_BYTES, "hit request").await?;
     hit.validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
     check_exact(&hit)?;
@@ -31,18 +28,13 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
 
 fn check_exact(hit: &HitRequest) -> Result<(), StoreError> {
     for (i, c) in hit.charges.iter().enumerate() {
-        for (name, value) in [
-            ("increment_us", c.increment_us),
-            ("capacity_us", c.capacity_us),
-        ] {
-            if value > MAX_EXACT_US {
-                return Err(StoreError::BadRequest(format!(
-                    "charges[{i}].{name}: {value} is above {MAX_EXACT_US}, the largest µs count the store keeps exactly"
-                )));
-            }
-        }
+        super::check_exact(&format!("charges[{i}].increment_us"), c.increment_us)?;
+        super::check_exact(&format!("charges[{i}].capacity_us"), c.capacity_us)?;
     }
-    Ok(())
+    match &hit.claim {
+        Some(claim) => super::check_claim("claim", claim),
+        None => Ok(()),
+    }
 }
 
 async fn run(shared: &Shared, hit: &HitRequest) -> Result<HitAnswer, StoreError> {

@@ -20,9 +20,12 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Largest request body read (1 MiB): a hit is a few hundred bytes, and edges
-/// send settles in batches far below this.
+/// Largest hit or reset body read (1 MiB): a legal one is a few hundred bytes.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Largest settle body read (8 MiB): a legal settle may carry
+/// `MAX_SETTLE_OPS` (10 000) operations of up to ~800 bytes each, and an edge
+/// whose batch the store refused would retry it forever.
+pub const MAX_SETTLE_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// What every handler may use.
 pub struct Shared {
@@ -143,9 +146,32 @@ pub fn budget(shared: &Shared, req: &Request<Incoming>) -> Result<Duration, Stor
     }
 }
 
-/// Reads at most [`MAX_BODY_BYTES`] and parses it as `T`, naming `what` in errors.
+/// Largest number (µs or ms) the store keeps exactly: 2^53 − 1, as Lua's
+/// doubles hold every integer up to it and Redis accepts it as a PX. That is
+/// 285 years in µs; anything larger is a mistake, refused rather than
+/// rounded or rejected by Redis as a 5xx.
+pub const MAX_EXACT: u64 = (1 << 53) - 1;
+
+/// Refuses a number above [`MAX_EXACT`], naming the field.
+pub fn check_exact(field: &str, value: u64) -> Result<(), StoreError> {
+    if value > MAX_EXACT {
+        return Err(StoreError::BadRequest(format!(
+            "{field}: {value} is above {MAX_EXACT}, the largest the store keeps exactly"
+        )));
+    }
+    Ok(())
+}
+
+/// A claim's TTLs go to Redis as PX values.
+pub fn check_claim(field: &str, claim: &ankusa_core::wire::Claim) -> Result<(), StoreError> {
+    check_exact(&format!("{field}.ttl_ms"), claim.ttl_ms)?;
+    check_exact(&format!("{field}.pending_ttl_ms"), claim.pending_ttl_ms)
+}
+
+/// Reads at most `limit` bytes and parses them as `T`, naming `what` in errors.
 pub async fn read_json<T: DeserializeOwned>(
     req: Request<Incoming>,
+    limit: usize,
     what: &str,
 ) -> Result<T, StoreError> {
     let declared = req
@@ -153,20 +179,13 @@ pub async fn read_json<T: DeserializeOwned>(
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
-        return Err(StoreError::TooLarge {
-            limit: MAX_BODY_BYTES,
-        });
+    if declared.is_some_and(|n| n > limit) {
+        return Err(StoreError::TooLarge { limit });
     }
-    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-    {
+    let body = match Limited::new(req.into_body(), limit).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return Err(StoreError::TooLarge {
-                limit: MAX_BODY_BYTES,
-            })
+            return Err(StoreError::TooLarge { limit })
         }
         Err(e) => {
             return Err(StoreError::BadRequest(format!(

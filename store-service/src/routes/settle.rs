@@ -9,10 +9,14 @@ use hyper::{Request, StatusCode};
 
 pub async fn settle(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
-    let settle: SettleRequest = read_json(req, "settle request").await?;
+    let settle: SettleRequest =
+        read_json(req, super::MAX_SETTLE_BODY_BYTES, "settle request").await?;
     settle
         .validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    for (i, op) in settle.ops.iter().enumerate() {
+        super::check_claim(&format!("ops[{i}].claim"), op.claim())?;
+    }
     if settle.ops.is_empty() {
         count(shared, "settle", "ok");
         return Ok(json(StatusCode::OK, &SettleAnswer { applied: 0 }));

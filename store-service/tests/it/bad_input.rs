@@ -116,6 +116,20 @@ fn cases() -> Vec<Case> {
             "charges[0].increment_us: 1152921504606846976 is above 9007199254740991",
         ),
         case(
+            "ttl beyond what Redis keeps",
+            "/v1/hit",
+            hit_with(|b| b["claim"]["ttl_ms"] = json!(u64::MAX)),
+            400,
+            "claim.ttl_ms: 18446744073709551615 is above 9007199254740991",
+        ),
+        case(
+            "settle: ttl beyond what Redis keeps",
+            "/v1/settle",
+            json!({"ops": [{"op": "release", "claim": hit_with(|c| c["claim"]["pending_ttl_ms"] = json!(1u64 << 60))["claim"]}]}),
+            400,
+            "ops[0].claim.pending_ttl_ms: 1152921504606846976 is above",
+        ),
+        case(
             "settle: unknown op",
             "/v1/settle",
             json!({"ops": [{"op": "explode"}]}),
@@ -143,14 +157,6 @@ fn cases() -> Vec<Case> {
             400,
             "missing field `tenant`",
         ),
-        Case {
-            name: "body over 1 MiB",
-            path: "/v1/hit",
-            body: vec![b' '; 1024 * 1024 + 1],
-            headers: vec![],
-            status: 413,
-            message: "body is over 1048576 bytes",
-        },
     ];
     for (value, message) in [
         (
@@ -194,6 +200,14 @@ async fn every_client_mistake_is_a_4xx_naming_the_problem() {
         cases().len() as f64
     );
 
+    // Refused from the declared length, before a byte of the body is read.
+    let (status, text) = declare_only(&service.at("/v1/hit"), 1024 * 1024 + 1).await;
+    assert_eq!(status, 413, "{text}");
+    assert!(
+        text.contains(r#"{"error":"bad_request","message":"body is over 1048576 bytes"}"#),
+        "{text}"
+    );
+
     let (status, text) = http.get(&service.at("/v2/nothing")).await;
     assert_eq!(
         (status, text.as_str()),
@@ -215,4 +229,78 @@ async fn every_client_mistake_is_a_4xx_naming_the_problem() {
         .await;
     assert_eq!(status, 405);
     service.stop().await;
+}
+
+/// The body limit of a settle fits the largest settle the wire allows:
+/// `MAX_SETTLE_OPS` operations with every name at its longest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_largest_legal_settle_fits_and_one_op_more_is_refused() {
+    use ankusa_core::wire::{MAX_HOOK_ID_LEN, MAX_KEY_LEN, MAX_NAME_LEN, MAX_SETTLE_OPS};
+    let redis = Redis::start();
+    let service = Service::ready(&redis.url()).await;
+    let http = Http::new();
+    let long = |n: usize, tag: usize| format!("{tag:0>n$}");
+    let op = |i: usize| {
+        json!({"op": "promote", "hook_id": long(MAX_HOOK_ID_LEN, i), "claim": {
+            "tenant": long(MAX_NAME_LEN, 0), "source_id": long(MAX_NAME_LEN, 0), "key": long(MAX_KEY_LEN, i),
+            "hook_id": long(MAX_HOOK_ID_LEN, i), "node": long(MAX_NAME_LEN, 0),
+            "ttl_ms": (1u64 << 53) - 1, "pending_ttl_ms": (1u64 << 53) - 1}})
+    };
+    let ops: Vec<Value> = (0..MAX_SETTLE_OPS).map(op).collect();
+    let body = json!({ "ops": ops });
+    assert!(
+        body.to_string().len() > 1024 * 1024,
+        "the case must exceed the hit limit"
+    );
+    let (status, answer) = http.post(&service.at("/v1/settle"), &body).await;
+    assert_eq!(
+        (status, answer["applied"].as_u64()),
+        (200, Some(MAX_SETTLE_OPS as u64)),
+        "{answer}"
+    );
+
+    let ops: Vec<Value> = (0..=MAX_SETTLE_OPS).map(op).collect();
+    let (status, answer) = http
+        .post(&service.at("/v1/settle"), &json!({ "ops": ops }))
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(
+        answer["message"],
+        format!(
+            "ops: has {} entries; at most {MAX_SETTLE_OPS}",
+            MAX_SETTLE_OPS + 1
+        )
+    );
+
+    // Refused from the declared length, before a byte of the body is read.
+    let (status, text) = declare_only(&service.at("/v1/settle"), 8 * 1024 * 1024 + 1).await;
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("body is over 8388608 bytes"), "{text}");
+    service.stop().await;
+}
+
+/// Sends headers declaring `length` body bytes, then only reads the answer.
+async fn declare_only(url: &str, length: usize) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.trim_start_matches("http://");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .expect("connect");
+    let head =
+        format!("POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-length: {length}\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.expect("write");
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut raw),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, text)
 }
