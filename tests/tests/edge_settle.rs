@@ -4,6 +4,7 @@
 mod edge_support;
 
 use ankusa_testkit::intake::Intake;
+use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
 use edge_support::*;
@@ -211,4 +212,76 @@ fn a_full_queue_drops_and_counts_settles_but_loses_no_hook() {
         assert_eq!(r.status, 201, "{}", r.text());
     }
     assert_eq!(intake.hooks().len(), 40, "no hook lost");
+}
+
+#[test]
+fn settles_are_held_while_the_breaker_is_open_and_sent_once_it_closes() {
+    let redis = Redis::start();
+    let mut store = Store::start(&redis.url());
+    let port = store.port;
+    let intake = Intake::start();
+    let mut config = roomy(5);
+    config["fleet"]["breaker_min_calls"] = json!(5);
+    config["fleet"]["breaker_failure_rate"] = json!(0.5);
+    config["fleet"]["breaker_window_ms"] = json!(60_000);
+    config["fleet"]["breaker_open_ms"] = json!(1_000);
+    let edge = edge("edge-held", intake.port, store.port, config);
+    // Four hooks claim their keys, then sit upstream for a while.
+    let slow: Vec<_> = (0..4)
+        .map(|i| {
+            let url = edge.url("/webhooks/gh");
+            std::thread::spawn(move || {
+                ankusa_testkit::http::request(
+                    "POST",
+                    &url,
+                    &[
+                        ("x-github-delivery", &format!("held-{i}")),
+                        ("x-intake-delay-ms", "2000"),
+                    ],
+                    b"{}",
+                    Duration::from_secs(20),
+                )
+            })
+        })
+        .collect();
+    let pending = |i: usize| redis.cli(&["GET", &claim_key(&format!("held-{i}"))]);
+    assert!(eventually(Duration::from_secs(10), || (0..4)
+        .all(|i| pending(i).starts_with("p:"))));
+    // The store goes away and failed calls open the breaker.
+    store.proc.stop(Duration::from_secs(5));
+    let opened = (0..20).any(|i| {
+        assert_eq!(
+            deliver(&edge, "/webhooks/gh", &format!("down-{i}")).status,
+            201
+        );
+        edge.stat("ankusa_fleet_breaker_state") == 1.0
+    });
+    assert!(opened, "the breaker never opened");
+    for t in slow {
+        assert_eq!(t.join().unwrap().expect("answered").status, 201);
+    }
+    // Their promotes wait in the queue instead of going to a sick store.
+    assert!(eventually(Duration::from_secs(5), || edge
+        .stat("ankusa_fleet_settle_queue_depth")
+        == 4.0));
+    assert_eq!(
+        edge.stat(r#"ankusa_fleet_settle_batches_total{result="failed"}"#),
+        0.0
+    );
+    // The store is back; a probe closes the breaker and the held promotes land.
+    let _store = Store::start_on(port, &redis.url(), &[]);
+    let closed = eventually(Duration::from_secs(15), || {
+        assert_eq!(
+            deliver(&edge, "/webhooks/gh", &format!("up-{}", free_port())).status,
+            201
+        );
+        edge.stat("ankusa_fleet_breaker_state") == 0.0
+    });
+    assert!(closed, "the breaker never closed:\n{}", edge.log_tail());
+    assert!(
+        eventually(Duration::from_secs(10), || (0..4)
+            .all(|i| pending(i).starts_with("c:"))),
+        "held promotes never landed: {:?}",
+        (0..4).map(pending).collect::<Vec<_>>()
+    );
 }
