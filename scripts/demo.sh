@@ -8,7 +8,9 @@
 #
 # Knobs (environment): EVENTS (2000), RATE (300 events/s), REDELIVER (0.2),
 # QUOTA (150 hooks/s for tenant acme, burst as large), BASE_PORT (20000: Redis
-# on it, store +1, intake +2, edge-i on +10·i, admin +10·i+1), DEADLINE_S (90).
+# on it, store +1, intake +2, edge-i on +10·i, admin +10·i+1), DEADLINE_S (90),
+# PENDING_TTL_MS (5000: how long a claim may stay in flight; a copy racing it
+# is answered 409 with Retry-After for the time left, so this bounds the wait).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -19,6 +21,7 @@ REDELIVER=${REDELIVER:-0.2}
 QUOTA=${QUOTA:-150}
 BASE_PORT=${BASE_PORT:-20000}
 DEADLINE_S=${DEADLINE_S:-90}
+PENDING_TTL_MS=${PENDING_TTL_MS:-5000}
 
 say() { printf '\n== %s\n' "$*"; }
 
@@ -46,7 +49,7 @@ cat >"$config" <<JSON
     "tenants": {"acme": {"rate": $QUOTA, "burst": $QUOTA}}
   },
   "dedupe": {"scope": "fleet"},
-  "fleet": {"cluster": "ankusa_store", "timeout_ms": 250}
+  "fleet": {"cluster": "ankusa_store", "timeout_ms": 250, "pending_ttl_ms": $PENDING_TTL_MS}
 }
 JSON
 
