@@ -101,20 +101,21 @@ pub fn count(shared: &Shared, endpoint: &str, result: &str) {
 
 fn fail(shared: &Shared, endpoint: &str, e: StoreError) -> Reply {
     match &e {
-        StoreError::RedisUnavailable(d) | StoreError::Internal(d) => {
-            log::warn!("{endpoint}: {}: {d}", e.code())
-        }
+        // An outage is logged once, by the probe, as Redis goes down and up:
+        // one line per failed request would flood the log at full load.
+        StoreError::RedisUnavailable(d) => log::debug!("{endpoint}: {}: {d}", e.code()),
+        StoreError::Internal(d) => log::warn!("{endpoint}: {}: {d}", e.code()),
         _ => log::debug!("{endpoint}: {e}"),
     }
-    if endpoint != "unknown" {
+    // A failed readiness probe is an answer about Redis, not a failed request.
+    if endpoint == "readyz" {
+        return json(e.status(), &e.body());
+    }
+    if matches!(endpoint, "hit" | "settle" | "reset") {
         count(shared, endpoint, e.code());
     }
-    shared
-        .backend
-        .metrics
-        .errors
-        .with_label_values(&[e.code()])
-        .inc();
+    let errors = &shared.backend.metrics.errors;
+    errors.with_label_values(&[e.code()]).inc();
     json(e.status(), &e.body())
 }
 
