@@ -1,0 +1,59 @@
+//! The binary's flags and their environment fallbacks.
+
+use ankusa_testkit::http::get;
+use ankusa_testkit::paths::workspace_bin;
+use ankusa_testkit::ports::free_port;
+use ankusa_testkit::process::scratch_dir;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::Proc;
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn listen_address_and_redis_url_come_from_the_environment_without_flags() {
+    let redis = Redis::start();
+    let port = free_port();
+    let mut cmd = Command::new(workspace_bin("ankusa-store"));
+    cmd.env("ANKUSA_STORE_LISTEN", format!("127.0.0.1:{port}"))
+        .env("ANKUSA_REDIS_URL", redis.url());
+    let mut proc = Proc::spawn(
+        "ankusa-store",
+        cmd,
+        &scratch_dir("store-env").join("store.log"),
+    );
+    proc.wait_for_port(port, Duration::from_secs(10));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !matches!(get(&format!("http://127.0.0.1:{port}/readyz")), Ok(r) if r.status == 200) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never ready:\n{}",
+            proc.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        proc.stop(Duration::from_secs(10)),
+        Some(0),
+        "{}",
+        proc.log_tail()
+    );
+}
+
+#[test]
+fn an_unusable_redis_url_stops_the_start_naming_the_flag() {
+    let out = Command::new(workspace_bin("ankusa-store"))
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--redis-url",
+            "http://example:1",
+        ])
+        .output()
+        .expect("run ankusa-store");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--redis-url: \"http://example:1\" is not a redis:// URL"),
+        "{err}"
+    );
+}
