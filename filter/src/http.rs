@@ -73,6 +73,16 @@ fn new_hook_id(now_us: u64) -> String {
     ankusa_core::hook_id::hook_id(now_us / 1_000, random)
 }
 
+/// A local reply: JSON, with `Retry-After` when it says when to come back.
+fn send(reply: LocalReply) {
+    let retry = reply.retry_after.map(|s| s.to_string());
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(r) = &retry {
+        headers.push(("retry-after", r.as_str()));
+    }
+    let _ = hostcalls::send_http_response(reply.status, headers, Some(reply.body.as_bytes()));
+}
+
 impl Hook {
     pub fn new(rt: Option<Rc<Runtime>>) -> Hook {
         Hook {
@@ -86,6 +96,7 @@ impl Hook {
         }
     }
 
+    /// Answers the sender (now, or once its upload is complete) and counts the outcome.
     fn reply(&mut self, rt: &Runtime, outcome: Outcome, reply: LocalReply) -> Action {
         rt.metrics.admission(outcome);
         if self.request_done {
@@ -95,18 +106,7 @@ impl Hook {
         }
         Action::Pause
     }
-}
 
-fn send(reply: LocalReply) {
-    let retry = reply.retry_after.map(|s| s.to_string());
-    let mut headers = vec![("content-type", "application/json")];
-    if let Some(r) = &retry {
-        headers.push(("retry-after", r.as_str()));
-    }
-    let _ = hostcalls::send_http_response(reply.status, headers, Some(reply.body.as_bytes()));
-}
-
-impl Hook {
     /// Adds the hook's headers and lets it through.
     fn forward(&mut self, rt: &Runtime, claim: Option<Claim>) -> Action {
         if let Some(facts) = &self.facts {
@@ -134,7 +134,11 @@ impl Hook {
             rt.buckets().charge(tenant, now_us(), charges)
         };
         match verdict {
-            NodeVerdict::Admit | NodeVerdict::Contended => self.forward(rt, claim),
+            NodeVerdict::Admit => self.forward(rt, claim),
+            NodeVerdict::Contended => {
+                rt.metrics.contended();
+                self.forward(rt, claim)
+            }
             NodeVerdict::RateLimited { retry_after_us } => {
                 if let Some(claim) = claim {
                     rt.settle(Queued {

@@ -87,6 +87,7 @@ pub struct Metrics {
     settle_batches_ok: u32,
     settle_batches_failed: u32,
     resets: u32,
+    contended: u32,
 }
 
 fn define(kind: MetricType, name: &str) -> u32 {
@@ -133,6 +134,7 @@ impl Metrics {
                 &labelled("ankusa_fleet_settle_batches_total", "result", "failed"),
             ),
             resets: define(Counter, "ankusa_fleet_resets_total"),
+            contended: define(Counter, "ankusa_node_contended_total"),
         }
     }
 
@@ -193,6 +195,11 @@ impl Metrics {
             },
             1,
         );
+    }
+
+    /// A hook admitted uncharged because every compare-and-swap on its node bucket conflicted.
+    pub fn contended(&self) {
+        Self::inc(self.contended, 1);
     }
 
     pub fn reset_sent(&self) {

@@ -70,6 +70,16 @@ fn each_bad_config_is_refused_naming_the_field() {
             c["fleet"]["breaker_failure_rate"] = json!(1.5);
             c
         }),
+        ("sources.gh.dedupe", {
+            let mut c = good.clone();
+            c["sources"]["gh"]["dedupe"] = json!("gitlab");
+            c
+        }),
+        ("rate_limits.tenants.acme.bytes_burst", {
+            let mut c = good.clone();
+            c["rate_limits"]["tenants"]["acme"] = json!({"rate": 1, "burst": 1, "bytes_rate": 5});
+            c
+        }),
         ("node", {
             let mut c = good.clone();
             c["node"] = json!("edge one");
