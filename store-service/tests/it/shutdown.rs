@@ -31,7 +31,7 @@ fn sigterm_flushes_queued_settles_and_exits_0() {
         .expect("settle answered")
     });
     // Give the request time to arrive; the op then sits in the batcher's window.
-    std::thread::sleep(Duration::from_millis(800));
+    std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(
         redis.cli(&["EXISTS", "ankusa:{acme}:claim:gh:k"]),
         "0",
