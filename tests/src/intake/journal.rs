@@ -90,6 +90,11 @@ impl Journal {
             .append(true)
             .open(&path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        // The file's own name must survive a crash too, or a freshly created
+        // journal could vanish with every hook synced into it.
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| format!("cannot sync data dir {}: {e}", dir.display()))?;
         let records = replay(&mut file, &path)?;
         let mut index = HashMap::new();
         let mut hooks = Vec::with_capacity(records.len());
