@@ -32,6 +32,17 @@ struct Args {
 }
 
 fn spec(args: &Args) -> Result<FleetSpec, String> {
+    if args.release {
+        let dir = ankusa_testkit::paths::target_dir().join("release");
+        for bin in ["ankusa-store", "intake"] {
+            if !dir.join(bin).exists() {
+                return Err(format!(
+                    "--release: {} is missing: run `cargo build --release -p ankusa-store -p ankusa-tests --bins`",
+                    dir.join(bin).display()
+                ));
+            }
+        }
+    }
     Ports::from_base(args.base_port, args.edges)?.check_free()?;
     let filter_config = match &args.filter_config {
         None => ankusa_testkit::envoy::fleet_filter_config(),
