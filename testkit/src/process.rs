@@ -83,10 +83,9 @@ impl Proc {
 
     /// Sends `signal` (e.g. "STOP", "CONT", "TERM", "KILL") to the child.
     pub fn signal(&self, signal: &str) {
-        let _ = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(self.pid().to_string())
-            .status();
+        if let Some(child) = &self.child {
+            send_signal(child.id(), signal);
+        }
     }
 
     /// SIGTERM, wait up to `grace`, then SIGKILL. Returns the exit status
@@ -96,11 +95,10 @@ impl Proc {
         if let Ok(Some(status)) = child.try_wait() {
             return status.code();
         }
-        self.signal("CONT");
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(child.id().to_string())
-            .status();
+        // A stopped child can't act on TERM: wake it first. The child is
+        // already out of `self.child`, so signal its PID directly.
+        send_signal(child.id(), "CONT");
+        send_signal(child.id(), "TERM");
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = child.try_wait() {
@@ -139,4 +137,16 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir)
         .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
     dir
+}
+
+/// `kill -<signal> <pid>`, never with a PID of 0: that would signal the
+/// whole process group, the test runner included.
+fn send_signal(pid: u32, signal: &str) {
+    if pid == 0 {
+        return;
+    }
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status();
 }
