@@ -203,10 +203,19 @@ impl LocalReply {
     }
 }
 
-/// The upstream's hook id when it reported an older copy of its own, else ours.
+/// The upstream's hook id when it reported an older copy of its own, else
+/// ours. An id the store would refuse (it must be 1 to 64 of `[A-Za-z0-9_-]`)
+/// is ignored: one odd header must not sink the whole settle batch it rides in.
 pub fn committed_id<'a>(ours: &'a str, upstream: Option<&'a str>) -> &'a str {
+    let valid = |id: &str| {
+        !id.is_empty()
+            && id.len() <= ankusa_core::wire::MAX_HOOK_ID_LEN
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
     match upstream {
-        Some(id) if !id.is_empty() && id.len() <= ankusa_core::wire::MAX_HOOK_ID_LEN => id,
+        Some(id) if valid(id) => id,
         _ => ours,
     }
 }

@@ -161,4 +161,6 @@ fn the_upstreams_older_id_wins_when_it_reports_one() {
     assert_eq!(committed_id("ours", Some("older")), "older");
     assert_eq!(committed_id("ours", None), "ours");
     assert_eq!(committed_id("ours", Some("")), "ours");
+    assert_eq!(committed_id("ours", Some("bad id")), "ours");
+    assert_eq!(committed_id("ours", Some(&"x".repeat(65))), "ours");
 }
