@@ -1,5 +1,11 @@
 //! A small blocking HTTP/1.1 client: one request per connection, every status
 //! returned as a value (a 429 is an answer to look at, not an error).
+//!
+//! An answer is read by its framing (`content-length` or chunked), as real
+//! webhook senders do. Reading to EOF instead costs a second per local reply:
+//! Envoy answers a refusal before it has read the request body, then holds the
+//! connection for its `delayed_close_timeout` (1 s) waiting for the client to
+//! close first.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -38,7 +44,7 @@ impl Response {
     }
 }
 
-/// Sends one request to `url` (`http://host:port/path`) and reads the whole answer.
+/// Sends one request on a fresh connection and reads one answer.
 pub fn request(
     method: &str,
     url: &str,
@@ -46,20 +52,21 @@ pub fn request(
     body: &[u8],
     timeout: Duration,
 ) -> std::io::Result<Response> {
+    let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
     let rest = url
         .strip_prefix("http://")
-        .ok_or_else(|| std::io::Error::other(format!("not an http:// URL: {url}")))?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
+        .ok_or_else(|| bad(format!("not an http:// URL: {url}")))?;
+    let (authority, path) = rest
+        .find('/')
+        .map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
     let addr: SocketAddr = authority
         .to_socket_addrs()?
         .next()
-        .ok_or_else(|| std::io::Error::other(format!("cannot resolve {authority}")))?;
+        .ok_or_else(|| bad(format!("cannot resolve {authority}")))?;
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
+    stream.set_nodelay(true)?;
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\ncontent-length: {}\r\n",
         body.len()
@@ -68,15 +75,14 @@ pub fn request(
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(body)?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    parse(&raw)
+    let mut out = head.into_bytes();
+    out.extend_from_slice(body);
+    stream.write_all(&out)?;
+    read_answer(&mut stream, method == "HEAD")
 }
 
 pub fn get(url: &str) -> std::io::Result<Response> {
-    request("GET", url, &[], b"", Duration::from_secs(10))
+    request("GET", url, &[], b"", Duration::from_secs(30))
 }
 
 pub fn post_json(url: &str, body: &serde_json::Value) -> std::io::Result<Response> {
@@ -85,34 +91,69 @@ pub fn post_json(url: &str, body: &serde_json::Value) -> std::io::Result<Respons
         url,
         &[("content-type", "application/json")],
         body.to_string().as_bytes(),
-        Duration::from_secs(10),
+        Duration::from_secs(30),
     )
 }
 
-fn parse(raw: &[u8]) -> std::io::Result<Response> {
+fn read_answer(stream: &mut impl Read, head_only: bool) -> std::io::Result<Response> {
     let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| bad("no end of headers"))?;
+    let mut raw = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 16 * 1024];
+    let split = loop {
+        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Err(bad("connection closed before the end of the headers"));
+        }
+        raw.extend_from_slice(&chunk[..n]);
+    };
     let head = std::str::from_utf8(&raw[..split]).map_err(|_| bad("headers are not UTF-8"))?;
     let mut lines = head.split("\r\n");
-    let status_line = lines.next().ok_or_else(|| bad("no status line"))?;
-    let status = status_line
-        .split_whitespace()
-        .nth(1)
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| bad("bad status line"))?;
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    let mut body = raw[split + 4..].to_vec();
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
-    if chunked {
-        body = dechunk(&body).ok_or_else(|| bad("bad chunked body"))?;
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let mut body = raw.split_off(split + 4);
+    let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
+    if no_body {
+        body.clear();
+    } else if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            if let Some(decoded) = dechunk(&body) {
+                body = decoded;
+                break;
+            }
+            let n = stream.read(&mut chunk)?;
+            if n == 0 {
+                return Err(bad("connection closed inside a chunked body"));
+            }
+            body.extend_from_slice(&chunk[..n]);
+        }
+    } else if let Some(length) = find("content-length") {
+        let length: usize = length.parse().map_err(|_| bad("bad content-length"))?;
+        while body.len() < length {
+            let n = stream.read(&mut chunk)?;
+            if n == 0 {
+                return Err(bad("connection closed inside the body"));
+            }
+            body.extend_from_slice(&chunk[..n]);
+        }
+        body.truncate(length);
+    } else {
+        stream.read_to_end(&mut body)?;
     }
     Ok(Response {
         status,
@@ -121,6 +162,7 @@ fn parse(raw: &[u8]) -> std::io::Result<Response> {
     })
 }
 
+/// The decoded body once every chunk is in; `None` while more is needed.
 fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     loop {
@@ -140,20 +182,46 @@ fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// A reader that fails if asked for more than it was given, like a
+    /// connection the peer holds open.
+    struct Held(std::io::Cursor<Vec<u8>>);
+
+    impl Read for Held {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match self.0.read(buf)? {
+                0 => Err(std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    "read past the answer",
+                )),
+                n => Ok(n),
+            }
+        }
+    }
+
+    fn held(text: &[u8]) -> Held {
+        Held(std::io::Cursor::new(text.to_vec()))
+    }
+
     #[test]
-    fn parses_chunked_and_plain_answers() {
-        let plain =
-            parse(b"HTTP/1.1 429 Too Many\r\nRetry-After: 2\r\ncontent-length: 2\r\n\r\nhi")
-                .unwrap();
+    fn stops_at_the_end_of_the_answer_without_waiting_for_close() {
+        let a = read_answer(
+            &mut held(b"HTTP/1.1 429 Too Many\r\nretry-after: 1\r\ncontent-length: 2\r\n\r\nhi"),
+            false,
+        )
+        .expect("answer");
         assert_eq!(
-            (
-                plain.status,
-                plain.header("retry-after"),
-                plain.text().as_str()
-            ),
-            (429, Some("2"), "hi")
+            (a.status, a.header("retry-after"), a.text().as_str()),
+            (429, Some("1"), "hi")
         );
-        let chunked = parse(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap();
-        assert_eq!(chunked.text(), "abcde");
+        let c = read_answer(
+            &mut held(
+                b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            ),
+            false,
+        )
+        .expect("chunked");
+        assert_eq!(c.text(), "abc");
+        let empty = read_answer(&mut held(b"HTTP/1.1 204 No Content\r\n\r\n"), false).expect("204");
+        assert!(empty.body.is_empty());
     }
 }

@@ -3,10 +3,8 @@
 //! - [`intake`]: the sample upstream ("queue writer") that stores admitted hooks durably.
 //! - [`fleet`]: Redis, the store, the intake and N Envoy edges as one unit.
 //! - [`provider`]: the mock webhook provider and its audit of the intake.
-//! - [`client`]: an HTTP client that reads answers by their framing.
 //! - [`ids`], [`codec`]: hook ids, seedable randomness, the encodings providers sign with.
 
-pub mod client;
 pub mod codec;
 pub mod fleet;
 pub mod ids;

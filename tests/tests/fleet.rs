@@ -3,7 +3,7 @@
 //! as much together.
 
 use ankusa_testkit::envoy::fleet_filter_config;
-use ankusa_tests::client as http;
+use ankusa_testkit::http;
 use ankusa_tests::fleet::{Fleet, FleetSpec};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -24,7 +24,7 @@ pub fn audit(
     acknowledged: &[bool],
 ) -> Result<Audit, String> {
     let url = format!("{}/hooks", intake.trim_end_matches('/'));
-    let answer = crate::client::request("GET", &url, &[], b"", Duration::from_secs(60))
+    let answer = ankusa_testkit::http::request("GET", &url, &[], b"", Duration::from_secs(60))
         .map_err(|e| format!("GET {url} failed: {e}"))?;
     if answer.status != 200 {
         return Err(format!(

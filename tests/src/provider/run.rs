@@ -253,7 +253,8 @@ fn worker(
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let answer = crate::client::request("POST", &url, &headers, &events[event].body, timeout);
+        let answer =
+            ankusa_testkit::http::request("POST", &url, &headers, &events[event].body, timeout);
 
         let mut board = lock(shared);
         let now = Instant::now();
