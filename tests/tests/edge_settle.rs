@@ -285,3 +285,36 @@ fn settles_are_held_while_the_breaker_is_open_and_sent_once_it_closes() {
         (0..4).map(pending).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_sender_that_goes_away_before_the_upstream_answers_releases_the_claim() {
+    use std::io::Write;
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let edge = edge("edge-gone", intake.port, store.port, roomy(5));
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", edge.spec.listen_port)).unwrap();
+    conn.write_all(
+        b"POST /webhooks/gh HTTP/1.1\r\nhost: x\r\nx-github-delivery: gone-1\r\nx-intake-delay-ms: 2000\r\nx-intake-status: 503\r\ncontent-length: 2\r\n\r\n{}",
+    )
+    .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["GET", &claim_key("gone-1")])
+            .starts_with("p:")),
+        "never claimed"
+    );
+    drop(conn);
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["EXISTS", &claim_key("gone-1")])
+            == "0"),
+        "the claim outlived its sender: {}",
+        redis.cli(&["GET", &claim_key("gone-1")])
+    );
+    assert_eq!(
+        deliver(&edge, "/webhooks/gh", "gone-1").status,
+        201,
+        "the retry is admitted"
+    );
+}

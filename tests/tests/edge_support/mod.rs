@@ -233,7 +233,7 @@ pub fn status_of(url: &str) -> u16 {
 pub fn fleet_config(burst: u64, settle_interval_ms: u64) -> Value {
     let mut config = ankusa_testkit::envoy::fleet_filter_config();
     config["rate_limits"]["tenants"]["acme"] = json!({"rate": 1, "burst": burst});
-    config["fleet"]["timeout_ms"] = json!(500);
+    config["fleet"]["timeout_ms"] = json!(1_000);
     config["fleet"]["settle_interval_ms"] = json!(settle_interval_ms);
     config
 }
