@@ -38,6 +38,9 @@ pub const RESETS_KEY: &str = "ankusa:resets";
 /// When the degraded warning was last logged (ms, u64 LE): once a minute node-wide.
 pub const WARNED_KEY: &str = "ankusa:warned";
 
+/// The longest wait between two ticks of a root context (ms).
+pub const MAX_TICK_MS: u64 = 50;
+
 /// A settle batch or reset may take longer than one hit: it carries up to
 /// `settle_batch_max` operations and nobody waits on it.
 pub const BACKGROUND_TIMEOUT_MS: u64 = 2_000;
@@ -167,6 +170,10 @@ impl Root {
             .values()
             .any(|b| matches!(b, Background::Settle(_)))
         {
+            return;
+        }
+        // An idle node costs one read per tick, not a lease write.
+        if crate::shared::read_u64(&HOST, settle::DEPTH_KEY).0 == 0 {
             return;
         }
         let now = now_us();
@@ -303,7 +310,13 @@ impl RootContext for Root {
     fn on_configure(&mut self, _size: usize) -> bool {
         match self.configure() {
             Ok(runtime) => {
-                let tick = runtime.config.fleet.settle_interval_ms.max(1);
+                // The lease paces batches to settle_interval_ms node-wide; the
+                // tick itself stays short so store resets leave promptly too.
+                let tick = runtime
+                    .config
+                    .fleet
+                    .settle_interval_ms
+                    .clamp(1, MAX_TICK_MS);
                 let _ = hostcalls::set_tick_period(Duration::from_millis(tick));
                 self.runtime = Some(runtime);
                 true

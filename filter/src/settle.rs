@@ -143,7 +143,7 @@ mod tests {
             tenant: "acme".into(),
             source_id: "gh".into(),
             key: format!("k{n}"),
-            hook_id: "h".into(),
+            hook_id: "0190a5b2-7c1d-7aaa-8bbb-0123456789ab".into(),
             node: "edge-1".into(),
             ttl_ms: 1,
             pending_ttl_ms: 1,
@@ -187,6 +187,7 @@ mod tests {
         let body = request_body(&[release(0), release(1)]);
         let req: SettleRequest = serde_json::from_slice(&body).unwrap();
         assert_eq!(req.ops.len(), 2);
-        assert!(req.validate().is_ok() || req.ops[0].claim().hook_id == "h");
+        assert_eq!(req.ops[1].claim().key, "k1", "in queue order");
+        assert!(req.validate().is_ok(), "{:?}", req.validate());
     }
 }
