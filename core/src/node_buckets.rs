@@ -669,14 +669,19 @@ mod tests {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..60 {
-                        match nb.charge("acme", NOW, &[hooks(BURST)]) {
-                            NodeVerdict::Admit => {
-                                admitted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        // Four threads in a tight loop on two loaded cores can
+                        // lose MAX_CAS_TRIES races in a row (a Contended
+                        // admit, tested above); what this test pins is that
+                        // no write is lost, so it asks again.
+                        loop {
+                            match nb.charge("acme", NOW, &[hooks(BURST)]) {
+                                NodeVerdict::Admit => {
+                                    admitted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                }
+                                NodeVerdict::RateLimited { .. } => {}
+                                NodeVerdict::Contended => continue,
                             }
-                            NodeVerdict::RateLimited { .. } => {}
-                            NodeVerdict::Contended => {
-                                panic!("32 conflicts in a row among 4 threads")
-                            }
+                            break;
                         }
                     }
                 });
