@@ -57,6 +57,53 @@ pub struct Edge {
     pub spec: EdgeSpec,
     /// Where the rendered bootstrap and Envoy's log live.
     pub dir: PathBuf,
+    /// The listener file Envoy watches, when the listener comes from file-based LDS.
+    lds: Option<PathBuf>,
+}
+
+const LISTENERS: &str = "  listeners:\n";
+const CLUSTERS: &str = "  clusters:\n";
+const LISTENER_TYPE: &str = "type.googleapis.com/envoy.config.listener.v3.Listener";
+
+/// Splits a rendered bootstrap into one whose listener comes from file-based
+/// LDS at `lds` (watched through its folder, so a file renamed into place is
+/// a reload) and the LDS file itself: `(bootstrap, listener_file)`.
+pub fn split_lds(bootstrap: &str, lds: &Path) -> (String, String) {
+    let start = bootstrap
+        .find(LISTENERS)
+        .expect("the template has a static listener");
+    let end = bootstrap
+        .find(CLUSTERS)
+        .expect("the template has static clusters");
+    let block = &bootstrap[start + LISTENERS.len()..end];
+    let mut listener = String::from("resources:\n");
+    for (i, line) in block.lines().enumerate() {
+        let line = line.strip_prefix("  ").unwrap_or(line);
+        match line.strip_prefix("- ") {
+            Some(first) if i == 0 => {
+                listener.push_str(&format!("- \"@type\": {LISTENER_TYPE}\n  {first}\n"));
+            }
+            _ => {
+                listener.push_str(line);
+                listener.push('\n');
+            }
+        }
+    }
+    let folder = lds.parent().unwrap_or(Path::new("/"));
+    let dynamic = format!(
+        "dynamic_resources:\n  lds_config:\n    resource_api_version: V3\n    path_config_source:\n      path: \"{}\"\n      watched_directory: {{ path: \"{}\" }}\n",
+        lds.display(),
+        folder.display()
+    );
+    let bootstrap = format!("{}{}{dynamic}", &bootstrap[..start], &bootstrap[end..]);
+    (bootstrap, listener)
+}
+
+/// How a listener reload ended, as Envoy's LDS counters tell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reload {
+    Accepted,
+    Rejected,
 }
 
 /// Fills in the template for `spec`, with the filter at `wasm`.
@@ -103,10 +150,39 @@ impl Edge {
 
     /// Starts Envoy without waiting (for configs that must be refused).
     pub fn spawn(spec: EdgeSpec) -> Edge {
+        Edge::spawn_with(spec, |bootstrap| bootstrap)
+    }
+
+    /// Starts Envoy with its listener from file-based LDS, so [`Edge::reload`]
+    /// can change the plugin configuration while it runs; waits until ready.
+    pub fn start_lds(spec: EdgeSpec) -> Edge {
+        let mut edge = Edge::spawn_inner(spec, |b| b, true);
+        edge.wait_ready(Duration::from_secs(30));
+        edge
+    }
+
+    /// Starts Envoy without waiting, on the rendered bootstrap as `tweak` rewrites it
+    /// (a test's variant of one cluster, say).
+    pub fn spawn_with(spec: EdgeSpec, tweak: impl FnOnce(String) -> String) -> Edge {
+        Edge::spawn_inner(spec, tweak, false)
+    }
+
+    fn spawn_inner(spec: EdgeSpec, tweak: impl FnOnce(String) -> String, lds: bool) -> Edge {
         let dir = scratch_dir(&format!("edge-{}", spec.node));
         let bootstrap = dir.join("edge.yaml");
-        std::fs::write(&bootstrap, render(&spec, &paths::filter_wasm()))
-            .unwrap_or_else(|e| panic!("cannot write {}: {e}", bootstrap.display()));
+        let mut text = tweak(render(&spec, &paths::filter_wasm()));
+        let lds = lds.then(|| {
+            // A folder of its own: Envoy reloads on any file moved into it.
+            let folder = dir.join("lds");
+            std::fs::create_dir_all(&folder)
+                .unwrap_or_else(|e| panic!("cannot create {}: {e}", folder.display()));
+            let file = folder.join("listener.yaml");
+            let (boot, listener) = split_lds(&text, &file);
+            write_file(&file, &listener);
+            text = boot;
+            file
+        });
+        write_file(&bootstrap, &text);
         let mut cmd = Command::new(paths::envoy_bin());
         cmd.arg("-c")
             .arg(&bootstrap)
@@ -121,7 +197,50 @@ impl Edge {
             .arg("--disable-hot-restart")
             .args(["--log-level", "info", "--drain-time-s", "1"]);
         let proc = Proc::spawn("envoy", cmd, &dir.join("envoy.log"));
-        Edge { proc, spec, dir }
+        Edge {
+            proc,
+            spec,
+            dir,
+            lds,
+        }
+    }
+
+    /// Gives the running edge `filter_config` by renaming a new listener file
+    /// into place (an edge from [`Edge::start_lds`] only), and waits up to 30 s
+    /// for Envoy to accept the listener (and finish warming it) or reject it.
+    pub fn reload(&mut self, filter_config: serde_json::Value) -> Reload {
+        let Some(file) = self.lds.clone() else {
+            panic!("edge {} was not started with start_lds", self.spec.node);
+        };
+        let mut spec = self.spec.clone();
+        spec.filter_config = filter_config;
+        let (_, listener) = split_lds(&render(&spec, &paths::filter_wasm()), &file);
+        let counter = |name: &str| self.stat(&format!("envoy_listener_manager_lds_{name}"));
+        let (accepted, rejected) = (counter("update_success"), counter("update_rejected"));
+        let next = file.with_extension("next");
+        write_file(&next, &listener);
+        std::fs::rename(&next, &file)
+            .unwrap_or_else(|e| panic!("cannot rename into {}: {e}", file.display()));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if counter("update_rejected") > rejected {
+                return Reload::Rejected;
+            }
+            if counter("update_success") > accepted
+                && self.stat("envoy_listener_manager_total_listeners_warming") == 0.0
+            {
+                self.spec = spec;
+                return Reload::Accepted;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "envoy {} neither took nor refused the new listener:\n{}",
+                    self.spec.node,
+                    self.log_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until admin `/ready` answers 200 and the listener accepts.
@@ -210,6 +329,10 @@ impl Edge {
     }
 }
 
+fn write_file(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
 /// The value of `name_with_labels` in Prometheus text; a name given without
 /// labels also matches an empty label set (`name{}`).
 pub fn find_metric(text: &str, name_with_labels: &str) -> Option<f64> {
@@ -260,10 +383,31 @@ mod tests {
     }
 
     #[test]
+    fn the_listener_moves_to_an_lds_file() {
+        let spec = EdgeSpec::new("edge-t", 1, 2, serde_json::json!({"a": 1}));
+        let text = render(&spec, Path::new("/x.wasm"));
+        let (boot, listener) = split_lds(&text, Path::new("/d/lds/listener.yaml"));
+        assert!(!boot.contains("listeners:"), "{boot}");
+        assert!(boot.contains("clusters:") && boot.contains("lds_config:"), "{boot}");
+        assert!(boot.contains(r#"watched_directory: { path: "/d/lds" }"#), "{boot}");
+        assert!(
+            listener.starts_with(&format!(
+                "resources:\n- \"@type\": {LISTENER_TYPE}\n  name: webhooks\n  address:"
+            )),
+            "{listener}"
+        );
+        assert!(listener.contains("\n        http_filters:\n"), "{listener}");
+    }
+
+    #[test]
     fn renders_every_placeholder() {
         let spec = EdgeSpec::new("edge-t", 1, 2, serde_json::json!({"a": "b\"c"}));
         let text = render(&spec, Path::new("/x.wasm"));
-        assert!(!text.contains("{{"), "placeholder left in:\n{text}");
+        let left = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .find(|l| l.contains("{{"));
+        assert_eq!(left, None, "placeholder left in:\n{text}");
         assert!(text.contains(r#"value: "{\"a\":\"b\\\"c\"}""#), "{text}");
     }
 }
