@@ -32,6 +32,6 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p ankusa-core --target wasm32-unknown-unknown
 
 step "store, filter, harness and end-to-end tests (real Redis, store, Envoy)"
-cargo test --workspace --exclude ankusa-core
+cargo test --workspace --exclude ankusa-core --no-fail-fast
 
 step "all green"
