@@ -388,8 +388,14 @@ mod tests {
         let text = render(&spec, Path::new("/x.wasm"));
         let (boot, listener) = split_lds(&text, Path::new("/d/lds/listener.yaml"));
         assert!(!boot.contains("listeners:"), "{boot}");
-        assert!(boot.contains("clusters:") && boot.contains("lds_config:"), "{boot}");
-        assert!(boot.contains(r#"watched_directory: { path: "/d/lds" }"#), "{boot}");
+        assert!(
+            boot.contains("clusters:") && boot.contains("lds_config:"),
+            "{boot}"
+        );
+        assert!(
+            boot.contains(r#"watched_directory: { path: "/d/lds" }"#),
+            "{boot}"
+        );
         assert!(
             listener.starts_with(&format!(
                 "resources:\n- \"@type\": {LISTENER_TYPE}\n  name: webhooks\n  address:"

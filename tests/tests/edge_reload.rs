@@ -46,7 +46,10 @@ fn admitted_until_429(edge: &Edge, path: &str, tag: &str, max: u64) -> u64 {
             s => panic!("{path}: {s} {}\n{}", r.text(), edge.log_tail()),
         }
     }
-    panic!("{path}: {max} hooks admitted and no 429\n{}", edge.log_tail());
+    panic!(
+        "{path}: {max} hooks admitted and no 429\n{}",
+        edge.log_tail()
+    );
 }
 
 #[test]
@@ -70,7 +73,10 @@ fn a_node_reload_resets_only_the_changed_tenant_and_a_bad_one_is_refused() {
     // Left alone, acme's bucket would hold a token a second since it ran dry;
     // reset, it holds the whole new burst.
     let acme = admitted_until_429(&edge, "/webhooks/gh", "a1", 20);
-    assert!(acme >= 8, "after the reload acme admitted {acme}, not its new burst of 8");
+    assert!(
+        acme >= 8,
+        "after the reload acme admitted {acme}, not its new burst of 8"
+    );
     let refilled = reloaded_at.elapsed().as_secs() + 2;
     let beta = admitted_until_429(&edge, "/webhooks/beta/any", "b1", BETA_BURST + 5);
     assert!(
@@ -97,7 +103,12 @@ fn a_node_reload_resets_only_the_changed_tenant_and_a_bad_one_is_refused() {
         "the refused config reset nothing"
     );
     let r = deliver(&edge, "/webhooks/gh", "after-bad");
-    assert_eq!(r.status, 429, "acme is still on the old limit: {}", r.text());
+    assert_eq!(
+        r.status,
+        429,
+        "acme is still on the old limit: {}",
+        r.text()
+    );
     let admitted = intake
         .hooks()
         .iter()
@@ -111,11 +122,19 @@ fn a_fleet_reload_asks_the_store_to_reset_the_changed_tenant() {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
     let intake = Intake::start();
-    let spec = EdgeSpec::new("edge-reload-fleet", intake.port, store.port, fleet_config(5, 5));
+    let spec = EdgeSpec::new(
+        "edge-reload-fleet",
+        intake.port,
+        store.port,
+        fleet_config(5, 5),
+    );
     let mut edge = Edge::start_lds(spec);
 
     let acme = admitted_until_429(&edge, "/webhooks/gh", "f0", 10);
-    assert!((5..=6).contains(&acme), "acme's fleet burst admitted {acme}");
+    assert!(
+        (5..=6).contains(&acme),
+        "acme's fleet burst admitted {acme}"
+    );
     let resets = || {
         metric_sum(
             &store.url_of("/metrics"),
