@@ -20,18 +20,7 @@ impl Redis {
 
     /// Starts on `port` with its files in `dir` (used to restart on the same port).
     pub fn start_on(port: u16, dir: &std::path::Path) -> Redis {
-        let mut cmd = Command::new("redis-server");
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(["--dir", &dir.display().to_string()]);
+        let cmd = server_command(port, dir);
         let mut proc = Proc::spawn("redis-server", cmd, &dir.join(format!("redis-{port}.log")));
         proc.wait_for_port(port, Duration::from_secs(10));
         Redis {
@@ -49,6 +38,15 @@ impl Redis {
     pub fn cli(&self, args: &[&str]) -> String {
         cli(self.port, args)
     }
+}
+
+/// `redis-server` on 127.0.0.1:`port`, nothing persisted, its files in `dir`.
+fn server_command(port: u16, dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .args(["--dir", &dir.display().to_string()]);
+    cmd
 }
 
 /// `redis-cli -p port args…` → trimmed stdout.
@@ -74,23 +72,12 @@ impl RedisCluster {
             let port = free_port();
             let node_dir = dir.join(port.to_string());
             std::fs::create_dir_all(&node_dir).unwrap_or_else(|e| panic!("mkdir: {e}"));
-            let mut cmd = Command::new("redis-server");
-            cmd.args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
-            .args([
-                "--cluster-config-file",
-                &node_dir.join("nodes.conf").display().to_string(),
-            ])
-            .args(["--dir", &node_dir.display().to_string()]);
+            let mut cmd = server_command(port, &node_dir);
+            cmd.args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+                .args([
+                    "--cluster-config-file",
+                    &node_dir.join("nodes.conf").display().to_string(),
+                ]);
             let mut proc = Proc::spawn("redis-cluster-node", cmd, &node_dir.join("redis.log"));
             proc.wait_for_port(port, Duration::from_secs(10));
             nodes.push(Redis {

@@ -6,7 +6,6 @@ use ankusa_testkit::ports::free_port;
 use ankusa_testkit::process::scratch_dir;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
-use ankusa_testkit::Proc;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -134,45 +133,16 @@ fn redis_killed_and_restarted_under_the_service() {
     );
 }
 
-/// A Redis in its own process group. `Proc::stop` of any other test in this
-/// process sends `kill -CONT 0` (its child handle is already taken, so its pid
-/// reads 0), which would wake a Redis in the test's group mid-stall.
-fn isolated_redis() -> (Proc, u16) {
-    use std::os::unix::process::CommandExt;
-    let port = free_port();
-    let dir = scratch_dir("redis-stalled");
-    let mut cmd = std::process::Command::new("redis-server");
-    cmd.args([
-        "--port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-    ])
-    .args(["--dir", &dir.display().to_string()])
-    .process_group(0);
-    let mut proc = Proc::spawn("redis-server", cmd, &dir.join("redis.log"));
-    proc.wait_for_port(port, Duration::from_secs(10));
-    (proc, port)
-}
-
 #[test]
 fn a_stalled_redis_gets_a_timeout_within_the_budget_never_a_late_answer() {
-    let (redis, port) = isolated_redis();
-    let store = Store::start_on(
-        free_port(),
-        &format!("redis://127.0.0.1:{port}/"),
-        &["--max-budget-ms", "300"],
-    );
+    let redis = Redis::start();
+    let store = Store::start_on(free_port(), &redis.url(), &["--max-budget-ms", "300"]);
     assert!(store.wait_ready(Duration::from_secs(10)));
-    redis.signal("STOP");
+    redis.proc.signal("STOP");
     let (res, took) = post(&store, "/v1/hit", &hit_body("stalled"), "200");
     // A caller asking for a minute still gets the service's ceiling.
     let (capped, capped_took) = post(&store, "/v1/hit", &hit_body("stalled-2"), "60000");
-    redis.signal("CONT");
+    redis.proc.signal("CONT");
     assert_quick_503(&res, took, &["timeout"]);
     assert_quick_503(&capped, capped_took, &["timeout"]);
     assert!(capped.text().contains("300 ms"), "{}", capped.text());
