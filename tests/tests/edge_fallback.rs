@@ -40,15 +40,16 @@ fn send_admitted(edge: &Edge, prefix: &str, n: usize) {
     }
 }
 
+/// Both degraded gauges read `value` (1: answered node-local, 0: by the fleet).
+fn assert_gauges(edge: &Edge, value: f64) {
+    for kind in ["rate_limit", "dedupe"] {
+        let name = format!(r#"ankusa_fleet_limiter_degraded{{kind="{kind}"}}"#);
+        assert_eq!(edge.stat(&name), value, "{name}");
+    }
+}
+
 fn assert_degraded(edge: &Edge) {
-    assert_eq!(
-        edge.stat(r#"ankusa_fleet_limiter_degraded{kind="rate_limit"}"#),
-        1.0
-    );
-    assert_eq!(
-        edge.stat(r#"ankusa_fleet_limiter_degraded{kind="dedupe"}"#),
-        1.0
-    );
+    assert_gauges(edge, 1.0);
     assert_eq!(edge.stat("ankusa_fleet_breaker_state"), 1.0, "open");
 }
 
@@ -130,13 +131,6 @@ fn a_store_answering_garbage_is_a_failure_and_one_probe_closes_the_breaker_when_
     // The next hook is answered by the fleet again and the gauges return to 0.
     let r = deliver(&edge, "/webhooks/gh", "after-close");
     assert_eq!(r.status, 201);
-    assert_eq!(
-        edge.stat(r#"ankusa_fleet_limiter_degraded{kind="rate_limit"}"#),
-        0.0
-    );
-    assert_eq!(
-        edge.stat(r#"ankusa_fleet_limiter_degraded{kind="dedupe"}"#),
-        0.0
-    );
+    assert_gauges(&edge, 0.0);
     assert!(edge.log().contains("Closed"), "the close is logged");
 }

@@ -32,6 +32,26 @@ fn post(store: &Store, path: &str, body: &[u8], budget_ms: &str) -> (Response, D
     (res, started.elapsed())
 }
 
+/// Redis answers again: `/readyz` turns 200 and a hit on `key` is `ok`.
+fn assert_recovered(store: &Store, key: &str) {
+    assert!(
+        store.wait_ready(Duration::from_secs(15)),
+        "never ready again:\n{}",
+        store.proc.log_tail()
+    );
+    assert_hit_ok(store, key);
+}
+
+fn assert_hit_ok(store: &Store, key: &str) {
+    let (res, _) = post(store, "/v1/hit", &hit_body(key), "1000");
+    assert_eq!(
+        (res.status, res.json()["result"].as_str()),
+        (200, Some("ok")),
+        "{}",
+        res.text()
+    );
+}
+
 /// A 503 that came back in the order of the budget (loosely: no timing is pinned).
 fn assert_quick_503(res: &Response, took: Duration, codes: &[&str]) {
     assert_eq!(res.status, 503, "{}", res.text());
@@ -61,18 +81,7 @@ fn starts_without_redis_and_serves_once_it_appears() {
     assert_eq!(store.metric("ankusa_store_redis_up"), 0.0);
 
     let _redis = Redis::start_on(port, &scratch_dir("redis-late"));
-    assert!(
-        store.wait_ready(Duration::from_secs(15)),
-        "never ready:\n{}",
-        store.proc.log_tail()
-    );
-    let (res, _) = post(&store, "/v1/hit", &hit_body("a"), "500");
-    assert_eq!(
-        (res.status, res.json()["result"].as_str()),
-        (200, Some("ok")),
-        "{}",
-        res.text()
-    );
+    assert_recovered(&store, "a");
     assert_eq!(store.metric("ankusa_store_redis_up"), 1.0);
 }
 
@@ -96,27 +105,10 @@ fn redis_killed_and_restarted_under_the_service() {
 
     // Same port, empty data and an empty script cache.
     let redis = Redis::start_on(port, &dir);
-    assert!(
-        store.wait_ready(Duration::from_secs(15)),
-        "never ready again:\n{}",
-        store.proc.log_tail()
-    );
-    let (res, _) = post(&store, "/v1/hit", &hit_body("after"), "1000");
-    assert_eq!(
-        (res.status, res.json()["result"].as_str()),
-        (200, Some("ok")),
-        "{}",
-        res.text()
-    );
+    assert_recovered(&store, "after");
 
     assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
-    let (res, _) = post(&store, "/v1/hit", &hit_body("flushed"), "1000");
-    assert_eq!(
-        (res.status, res.json()["result"].as_str()),
-        (200, Some("ok")),
-        "{}",
-        res.text()
-    );
+    assert_hit_ok(&store, "flushed");
     assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
     let release = json!({"ops": [{"op": "release", "claim": {"tenant": "acme", "source_id": "gh", "key": "flushed",
         "hook_id": "h1", "node": "edge-1", "ttl_ms": 60_000, "pending_ttl_ms": 30_000}}]});
@@ -147,7 +139,5 @@ fn a_stalled_redis_gets_a_timeout_within_the_budget_never_a_late_answer() {
     assert_quick_503(&capped, capped_took, &["timeout"]);
     assert!(capped.text().contains("300 ms"), "{}", capped.text());
     assert!(store.metric("ankusa_store_errors_total{cause=\"timeout\"}") >= 1.0);
-    assert!(store.wait_ready(Duration::from_secs(10)));
-    let (res, _) = post(&store, "/v1/hit", &hit_body("resumed"), "1000");
-    assert_eq!(res.status, 200, "{}", res.text());
+    assert_recovered(&store, "resumed");
 }
