@@ -1,0 +1,444 @@
+//! `bench-edge [--clients N] [--seconds S] [--warmup-seconds S] [--concurrency N]`
+//!
+//! What the filter costs an edge: the same Envoy, listener and route
+//! forwarding the same webhook POSTs to the intake, (a) without the wasm
+//! filter, (b) with it on node scopes (no store call) and (c) on fleet scopes
+//! (one call per hook to a release ankusa-store on a real Redis), quotas high
+//! enough that nothing is refused. Prints one table with each variant's rate,
+//! p50/p99 and their ratios to (a). Run by scripts/bench-edge.sh, which builds
+//! the release artefacts first.
+
+use ankusa_testkit::envoy::{fleet_filter_config, render, Edge, EdgeSpec};
+use ankusa_testkit::intake::Intake;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use ankusa_testkit::{http, paths};
+use ankusa_tests::fleet::stop_children;
+use ankusa_tests::load::{self, LoadSpec, Report};
+use clap::Parser;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "bench-edge", version)]
+struct Args {
+    /// Concurrent keep-alive clients.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// Measured seconds per variant.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Unmeasured seconds per variant first (V8's JIT, upstream connections).
+    #[arg(long, default_value_t = 1.0)]
+    warmup_seconds: f64,
+    /// Envoy worker threads (`--concurrency`).
+    #[arg(long, default_value_t = 2)]
+    concurrency: u32,
+}
+
+/// The hook every client sends, `{i}` being the request counter.
+const PATH: &str = "/webhooks/gh";
+const BODY: &str = r#"{"zen":"Design for failure.","n":{i}}"#;
+/// The intake answers this without writing to disk: the upstream stays cheap.
+const INTAKE_STATUS: &str = "201";
+
+struct Variant {
+    key: char,
+    name: &'static str,
+    /// The plugin configuration; `None` removes the wasm filter.
+    config: Option<Value>,
+}
+
+fn variants() -> Vec<Variant> {
+    // Both filter variants differ only in scope; no tenant can be refused.
+    let mut fleet = fleet_filter_config();
+    fleet["rate_limits"]["tenants"]["acme"] = json!({"rate": 1_000_000, "burst": 1_000_000});
+    // A call slower than the budget would be answered node-locally and no
+    // longer measure the store: give a loaded machine room, and count fallbacks.
+    fleet["fleet"]["timeout_ms"] = json!(1_000);
+    let mut node = fleet.clone();
+    node["rate_limits"]["scope"] = json!("node");
+    node["dedupe"]["scope"] = json!("node");
+    if let Some(map) = node.as_object_mut() {
+        map.remove("fleet");
+    }
+    vec![
+        Variant {
+            key: 'a',
+            name: "bare Envoy (no filter)",
+            config: None,
+        },
+        Variant {
+            key: 'b',
+            name: "filter, node scopes",
+            config: Some(node),
+        },
+        Variant {
+            key: 'c',
+            name: "filter, fleet scopes",
+            config: Some(fleet),
+        },
+    ]
+}
+
+/// The rendered bootstrap without the wasm filter: the same listener, route
+/// and clusters, the router the only HTTP filter.
+fn without_wasm(bootstrap: &str) -> Result<String, String> {
+    let lines: Vec<&str> = bootstrap.lines().collect();
+    let find = |name: &str| {
+        lines
+            .iter()
+            .position(|l| l.trim() == format!("- name: {name}"))
+            .ok_or_else(|| format!("the edge template has no `- name: {name}` line"))
+    };
+    let (wasm, router) = (
+        find("envoy.filters.http.wasm")?,
+        find("envoy.filters.http.router")?,
+    );
+    if router < wasm {
+        return Err("the edge template lists the router before the wasm filter".to_string());
+    }
+    let mut kept: Vec<&str> = lines[..wasm].to_vec();
+    kept.extend(&lines[router..]);
+    Ok(kept.join("\n") + "\n")
+}
+
+/// What one variant measured, and the edge's and store's counts over the run.
+struct Row {
+    variant: Variant,
+    report: Report,
+    admitted: f64,
+    fallbacks: f64,
+    store_hits: f64,
+}
+
+impl Row {
+    /// Why this row doesn't measure what it names, if it doesn't.
+    fn problem(&self) -> Option<String> {
+        let v = &self.variant;
+        if self.report.ok == 0 {
+            return Some(format!(
+                "({}) got no 2xx answer: {}",
+                v.key,
+                self.report.line()
+            ));
+        }
+        if v.config.is_some() && self.admitted == 0.0 {
+            return Some(format!("({}) the filter admitted nothing", v.key));
+        }
+        if v.key == 'c' && self.store_hits == 0.0 {
+            return Some(format!("({}) the store saw no /v1/hit", v.key));
+        }
+        None
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    // Read by testkit::paths::workspace_bin: the store and intake as released.
+    std::env::set_var("ANKUSA_PROFILE", "release");
+    // A release build aborts on panic without running destructors: stop the
+    // children from the hook, which runs either way.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        stop_children(Duration::from_secs(5));
+    }));
+    if let Err(e) = watch_signals() {
+        eprintln!("bench-edge: {e}");
+        std::process::exit(1);
+    }
+    match run(&args) {
+        Ok(rows) => {
+            let problems: Vec<String> = rows.iter().filter_map(Row::problem).collect();
+            for p in &problems {
+                eprintln!("bench-edge: {p}");
+            }
+            std::process::exit(if problems.is_empty() { 0 } else { 1 });
+        }
+        Err(e) => {
+            eprintln!("bench-edge: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// On SIGTERM or SIGINT (a timeout, a ^C), stops every child and exits 130.
+/// Installed before any child starts.
+fn watch_signals() -> Result<(), String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the signal runtime: {e}"))?;
+    let (mut term, mut int) = runtime
+        .block_on(async {
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::interrupt())?,
+            ))
+        })
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        });
+        eprintln!("bench-edge: stopping (signal)");
+        stop_children(Duration::from_secs(5));
+        std::process::exit(130);
+    });
+    Ok(())
+}
+
+fn seconds(flag: &str, v: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(v).map_err(|_| format!("--{flag} must be seconds ≥ 0, got {v}"))
+}
+
+fn run(args: &Args) -> Result<Vec<Row>, String> {
+    let measured = seconds("seconds", args.seconds)?;
+    let warmup = seconds("warmup-seconds", args.warmup_seconds)?;
+    let wasm = paths::target_dir().join("wasm32-wasip1/release/ankusa_filter.wasm");
+    for needed in [
+        paths::target_dir().join("release/ankusa-store"),
+        paths::target_dir().join("release/intake"),
+        wasm.clone(),
+    ] {
+        if !needed.exists() {
+            return Err(format!(
+                "{} is missing: run scripts/bench-edge.sh, which builds it",
+                needed.display()
+            ));
+        }
+    }
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    if !store.wait_ready(Duration::from_secs(10)) {
+        return Err(format!(
+            "ankusa-store never reached Redis:\n{}",
+            store.proc.log_tail()
+        ));
+    }
+    let intake = Intake::start();
+
+    // Every Envoy is spawned before any is waited for, so their start-ups
+    // (V8 compiling the filter) overlap; an idle edge costs next to nothing
+    // while another is measured.
+    let mut edges = Vec::new();
+    for v in variants() {
+        let mut spec = EdgeSpec::new(
+            &format!("bench-{}", v.key),
+            intake.port,
+            store.port,
+            v.config.clone().unwrap_or_else(|| json!({})),
+        );
+        spec.concurrency = args.concurrency;
+        let edge = match &v.config {
+            Some(_) => Edge::spawn(spec),
+            None => {
+                let bare = without_wasm(&render(&spec, &wasm))?;
+                Edge::spawn_with(spec, move |_| bare)
+            }
+        };
+        edges.push((v, edge));
+    }
+    for (_, edge) in &mut edges {
+        edge.wait_ready(Duration::from_secs(60));
+    }
+
+    print_facts(args, &redis);
+    let mut rows = Vec::new();
+    for (variant, edge) in edges {
+        let spec = |tag: String, duration: Duration| LoadSpec {
+            url: edge.url(PATH),
+            method: "POST".to_string(),
+            headers: vec![
+                ("content-type".to_string(), "application/json".to_string()),
+                // A fresh delivery per hook: none is a duplicate, every one a claim.
+                ("x-github-delivery".to_string(), format!("{tag}-{{i}}")),
+                ("x-intake-status".to_string(), INTAKE_STATUS.to_string()),
+            ],
+            body: BODY.to_string(),
+            clients: args.clients,
+            duration,
+            expect_body: None,
+            timeout: Duration::from_secs(10),
+        };
+        load::run(&spec(format!("warm-{}", variant.key), warmup))?;
+        let counts = || {
+            (
+                edge.stat(r#"ankusa_admissions_total{outcome="admitted"}"#),
+                edge.stat("ankusa_fleet_fallback_total"),
+                store_hits(&store),
+            )
+        };
+        let before = counts();
+        let report = load::run(&spec(format!("run-{}", variant.key), measured))?;
+        let after = counts();
+        rows.push(Row {
+            variant,
+            report,
+            admitted: after.0 - before.0,
+            fallbacks: after.1 - before.1,
+            store_hits: after.2 - before.2,
+        });
+        // Only the edge being measured runs load; stop each once done.
+        drop(edge);
+    }
+    print_table(&rows);
+    Ok(rows)
+}
+
+/// Every `/v1/hit` the store answered, whatever the result.
+fn store_hits(store: &Store) -> f64 {
+    let text = http::get(&store.url_of("/metrics"))
+        .map(|r| r.text())
+        .unwrap_or_default();
+    text.lines()
+        .filter(|l| {
+            l.starts_with("ankusa_store_requests_total{") && l.contains(r#"endpoint="hit""#)
+        })
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
+        .sum()
+}
+
+fn print_facts(args: &Args, redis: &Redis) {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
+        .map_or("unknown CPU", |(_, m)| m.trim());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    let envoy = std::process::Command::new(paths::envoy_bin())
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let envoy = envoy
+        .split_once("version: ")
+        .map_or("unknown", |(_, v)| v.trim());
+    let redis_version = redis.cli(&["INFO", "server"]);
+    let redis_version = redis_version
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .unwrap_or("unknown");
+    println!(
+        "machine: {cores} cores ({model}), load average {}",
+        load.join(" ")
+    );
+    println!("envoy:   {envoy}, --concurrency {}", args.concurrency);
+    println!(
+        "redis:   {redis_version}; ankusa-store, intake and this load generator: release builds"
+    );
+    println!(
+        "knobs:   {} keep-alive HTTP/1.1 clients, {}s measured per variant after {}s warm-up; \
+         POST {PATH}, a ~{}-byte JSON body, a fresh x-github-delivery per hook; \
+         intake answers {INTAKE_STATUS} without storing (x-intake-status)",
+        args.clients,
+        args.seconds,
+        args.warmup_seconds,
+        BODY.replace(load::COUNTER, "12345").len()
+    );
+    println!();
+}
+
+fn print_table(rows: &[Row]) {
+    let base = rows
+        .iter()
+        .find(|r| r.variant.key == 'a')
+        .map(|r| &r.report);
+    let ratio = |v: f64, b: Option<f64>| match b {
+        Some(b) if b > 0.0 => format!("{:.2}", v / b),
+        _ => "-".to_string(),
+    };
+    println!(
+        "{:<28} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}   {:>7} {:>7} {:>7}",
+        "variant",
+        "2xx/s",
+        "p50_ms",
+        "p99_ms",
+        "non_2xx",
+        "errors",
+        "reconn",
+        "rate/a",
+        "p50/a",
+        "p99/a"
+    );
+    for row in rows {
+        let r = &row.report;
+        println!(
+            "{:<28} {:>8.0} {:>8.3} {:>8.3} {:>8} {:>7} {:>7}   {:>7} {:>7} {:>7}",
+            format!("({}) {}", row.variant.key, row.variant.name),
+            r.rps(),
+            r.percentile_ms(0.50),
+            r.percentile_ms(0.99),
+            r.non_2xx,
+            r.errors,
+            r.reconnects(),
+            ratio(r.rps(), base.map(Report::rps)),
+            ratio(r.percentile_ms(0.50), base.map(|b| b.percentile_ms(0.50))),
+            ratio(r.percentile_ms(0.99), base.map(|b| b.percentile_ms(0.99))),
+        );
+    }
+    println!();
+    for row in rows.iter().filter(|r| r.variant.config.is_some()) {
+        let per_hook = |n: f64| {
+            if row.report.ok > 0 {
+                n / row.report.ok as f64
+            } else {
+                0.0
+            }
+        };
+        println!(
+            "({}) filter admitted {:.0} of {} 2xx; store /v1/hit calls {:.0} ({:.2} per hook); fleet fallbacks {:.0}",
+            row.variant.key,
+            row.admitted,
+            row.report.ok,
+            row.store_hits,
+            per_hook(row.store_hits),
+            row.fallbacks
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn the_bare_bootstrap_keeps_everything_but_the_wasm_filter() {
+        let spec = EdgeSpec::new("edge-t", 1, 2, json!({"sources": {}}));
+        let full = render(&spec, Path::new("/x.wasm"));
+        let bare = without_wasm(&full).unwrap();
+        assert!(!bare.contains("envoy.filters.http.wasm"), "{bare}");
+        assert!(!bare.contains("/x.wasm"), "{bare}");
+        for kept in [
+            "http_filters:\n          - name: envoy.filters.http.router",
+            "route: { cluster: intake, timeout: 30s }",
+            "per_connection_buffer_limit_bytes",
+            "- name: ankusa_store",
+        ] {
+            assert!(bare.contains(kept), "{kept} missing:\n{bare}");
+        }
+        assert!(without_wasm("static_resources: {}\n").is_err());
+    }
+
+    #[test]
+    fn the_filter_variants_differ_only_in_scope() {
+        let v = variants();
+        let (node, fleet) = (v[1].config.clone().unwrap(), v[2].config.clone().unwrap());
+        assert_eq!(node["rate_limits"]["scope"], "node");
+        assert_eq!(fleet["rate_limits"]["scope"], "fleet");
+        assert_eq!(node["sources"], fleet["sources"]);
+        assert_eq!(
+            node["rate_limits"]["tenants"],
+            fleet["rate_limits"]["tenants"]
+        );
+        assert!(node.get("fleet").is_none());
+    }
+}
