@@ -110,7 +110,12 @@ struct Row {
     admitted: f64,
     fallbacks: f64,
     store_hits: f64,
+    /// CPU seconds each process used over the measured run, in [`CPU_OF`] order.
+    cpu: [f64; 5],
 }
+
+/// Whose CPU time is read: on a machine this small they all share the cores.
+const CPU_OF: [&str; 5] = ["envoy", "store", "redis", "intake", "load"];
 
 impl Row {
     /// Why this row doesn't measure what it names, if it doesn't.
@@ -249,6 +254,7 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
     }
 
     print_facts(args, &redis);
+    let tick = clock_tick();
     let mut rows = Vec::new();
     for (variant, edge) in edges {
         let spec = |tag: String, duration: Duration| LoadSpec {
@@ -267,11 +273,19 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
             timeout: Duration::from_secs(10),
         };
         load::run(&spec(format!("warm-{}", variant.key), warmup))?;
+        let pids = [
+            edge.proc.pid(),
+            store.proc.pid(),
+            redis.proc.pid(),
+            intake.proc.pid(),
+            std::process::id(),
+        ];
         let counts = || {
             (
                 edge.stat(r#"ankusa_admissions_total{outcome="admitted"}"#),
                 edge.stat("ankusa_fleet_fallback_total"),
                 store_hits(&store),
+                pids.map(|pid| cpu_seconds(pid, tick)),
             )
         };
         let before = counts();
@@ -283,12 +297,79 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
             admitted: after.0 - before.0,
             fallbacks: after.1 - before.1,
             store_hits: after.2 - before.2,
+            cpu: std::array::from_fn(|i| after.3[i] - before.3[i]),
         });
         // Only the edge being measured runs load; stop each once done.
         drop(edge);
     }
     print_table(&rows);
+    print_cpu(&rows, args.concurrency, measured);
     Ok(rows)
+}
+
+/// Clock ticks per second, the unit of /proc's CPU times.
+fn clock_tick() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// User plus system CPU seconds `pid` (all its threads) has used so far; 0 if unreadable.
+fn cpu_seconds(pid: u32, tick: f64) -> f64 {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // The command name may hold spaces: fields are counted after the last ')',
+    // where field 3 (state) comes first, so utime (14) and stime (15) are 11 and 12.
+    let Some(rest) = text.rfind(')').map(|i| &text[i + 1..]) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / tick
+}
+
+fn print_cpu(rows: &[Row], concurrency: u32, measured: Duration) {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!();
+    println!(
+        "CPU seconds over each measured run ({cores} cores × {:.0} s available; envoy has {concurrency} workers):",
+        measured.as_secs_f64()
+    );
+    print!("{:<28}", "variant");
+    for name in CPU_OF {
+        print!(" {name:>7}");
+    }
+    println!(" {:>14} {:>12}", "envoy µs/hook", "all µs/hook");
+    for row in rows {
+        print!(
+            "{:<28}",
+            format!("({}) {}", row.variant.key, row.variant.name)
+        );
+        for s in row.cpu {
+            print!(" {s:>7.2}");
+        }
+        let per_hook = |s: f64| {
+            if row.report.ok > 0 {
+                format!("{:.0}", s * 1e6 / row.report.ok as f64)
+            } else {
+                "-".to_string()
+            }
+        };
+        println!(
+            " {:>14} {:>12}",
+            per_hook(row.cpu[0]),
+            per_hook(row.cpu.iter().sum())
+        );
+    }
 }
 
 /// Every `/v1/hit` the store answered, whatever the result.
