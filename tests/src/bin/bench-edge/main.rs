@@ -196,35 +196,27 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
     }
     let intake = Intake::start();
 
-    // Every Envoy is spawned before any is waited for, so their start-ups
-    // (V8 compiling the filter) overlap; an idle edge costs next to nothing
-    // while another is measured.
-    let mut edges = Vec::new();
-    for v in variants() {
+    print_facts(args, &redis);
+    let tick = clock_tick();
+    let mut rows = Vec::new();
+    // One Envoy at a time: the one measured has the cores to itself (and to
+    // what it calls), with no idle edge's timers beside it.
+    for variant in variants() {
         let mut spec = EdgeSpec::new(
-            &format!("bench-{}", v.key),
+            &format!("bench-{}", variant.key),
             intake.port,
             store.port,
-            v.config.clone().unwrap_or_else(|| json!({})),
+            variant.config.clone().unwrap_or_else(|| json!({})),
         );
         spec.concurrency = args.concurrency;
-        let edge = match &v.config {
+        let mut edge = match &variant.config {
             Some(_) => Edge::spawn(spec),
             None => {
                 let bare = without_wasm(&render(&spec, &wasm))?;
                 Edge::spawn_with(spec, move |_| bare)
             }
         };
-        edges.push((v, edge));
-    }
-    for (_, edge) in &mut edges {
         edge.wait_ready(Duration::from_secs(60));
-    }
-
-    print_facts(args, &redis);
-    let tick = clock_tick();
-    let mut rows = Vec::new();
-    for (variant, edge) in edges {
         let spec = |tag: String, duration: Duration| LoadSpec {
             url: edge.url(PATH),
             method: "POST".to_string(),
@@ -267,7 +259,6 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
             store_hits: after.2 - before.2,
             cpu: std::array::from_fn(|i| after.3[i] - before.3[i]),
         });
-        // Only the edge being measured runs load; stop each once done.
         drop(edge);
     }
     print_table(&rows);
