@@ -7,6 +7,7 @@
 //! to the store with a node-local answer for every way that call can fail. A
 //! forwarded hook that holds a claim settles it when the upstream answers.
 
+use crate::headers::RequestHeaders;
 use crate::metrics::{Kind, Outcome};
 use crate::plan::{self, CallFailure, HookFacts, LocalReply, Plan};
 use crate::root::Runtime;
@@ -39,6 +40,8 @@ struct Call {
 pub struct Hook {
     rt: Option<Rc<Runtime>>,
     facts: Option<HookFacts>,
+    /// The request's headers (x-ankusa-* already stripped), until admission has used them.
+    headers: RequestHeaders,
     /// Headers were held until the whole body arrives.
     awaiting_body: bool,
     call: Option<Call>,
@@ -51,12 +54,6 @@ pub struct Hook {
     /// reply, and a body arriving at a closed socket draws a TCP reset that
     /// destroys the answer).
     deferred: Option<LocalReply>,
-}
-
-fn header(name: &str) -> Option<String> {
-    hostcalls::get_map_value(MapType::HttpRequestHeaders, name)
-        .ok()
-        .flatten()
 }
 
 fn set_header(name: &str, value: Option<&str>) {
@@ -88,6 +85,7 @@ impl Hook {
         Hook {
             rt,
             facts: None,
+            headers: RequestHeaders::default(),
             awaiting_body: false,
             call: None,
             claim: None,
@@ -113,7 +111,10 @@ impl Hook {
             set_header(HOOK_ID, Some(&facts.hook_id));
             set_header(TENANT, Some(&facts.tenant));
             set_header(SOURCE, Some(&facts.source_id));
-            set_header(EVENT_KEY, facts.event_key.as_deref());
+            // Without a key there is nothing to set: the sender's was stripped.
+            if let Some(key) = &facts.event_key {
+                set_header(EVENT_KEY, Some(key));
+            }
         }
         self.claim = claim;
         rt.metrics.admission(Outcome::Admitted);
@@ -122,7 +123,13 @@ impl Hook {
 
     /// Charges the node buckets, then forwards (holding `claim`) or answers 429
     /// (releasing `claim`: nothing will be stored under it).
-    fn answer_node(&mut self, rt: &Runtime, charges: &[Charge], claim: Option<Claim>) -> Action {
+    fn answer_node(
+        &mut self,
+        rt: &Runtime,
+        charges: &[Charge],
+        claim: Option<Claim>,
+        now: u64,
+    ) -> Action {
         let tenant = self
             .facts
             .as_ref()
@@ -131,7 +138,7 @@ impl Hook {
         let verdict = if charges.is_empty() {
             NodeVerdict::Admit
         } else {
-            rt.buckets().charge(tenant, now_us(), charges)
+            rt.buckets().charge(tenant, now, charges)
         };
         match verdict {
             NodeVerdict::Admit => self.forward(rt, claim),
@@ -156,7 +163,7 @@ impl Hook {
     }
 
     /// The store can't answer: this node alone does, with every charge and no claim.
-    fn fall_back(&mut self, rt: &Runtime, plan: &Plan, why: &str) -> Action {
+    fn fall_back(&mut self, rt: &Runtime, plan: &Plan, why: &str, now: u64) -> Action {
         rt.metrics.fallback();
         let config = &rt.config;
         if config.rate_limits.scope == Scope::Fleet {
@@ -165,12 +172,13 @@ impl Hook {
         if config.dedupe.scope == Scope::Fleet {
             rt.metrics.degraded(Kind::Dedupe, true);
         }
-        rt.warn_degraded(why);
-        self.answer_node(rt, &plan.charges, None)
+        rt.warn_degraded(why, now / 1_000);
+        self.answer_node(rt, &plan.charges, None, now)
     }
 
     /// Everything is known (headers, and the body if it was needed): decide.
-    fn admit(&mut self, rt: &Runtime, body: Option<&[u8]>) -> Action {
+    fn admit(&mut self, rt: &Runtime, body: Option<&[u8]>, now: u64) -> Action {
+        let headers = std::mem::take(&mut self.headers);
         let Some(facts) = self.facts.as_mut() else {
             return Action::Continue;
         };
@@ -180,7 +188,7 @@ impl Hook {
         facts.event_key = source
             .dedupe
             .as_ref()
-            .and_then(|rule| rule.extract(header, body));
+            .and_then(|rule| rule.extract(|name| headers.get(name), body));
         if rt
             .config
             .rate_limits
@@ -201,15 +209,14 @@ impl Hook {
             }
         };
         let Some(request) = &plan.fleet else {
-            return self.answer_node(rt, &plan.charges, None);
+            return self.answer_node(rt, &plan.charges, None, now);
         };
-        let now = now_us();
         let breaker = rt.breaker();
         let permit = breaker.admit_call(now);
         match permit {
             CallPermit::Skip => {
                 rt.show_breaker(now);
-                return self.fall_back(rt, &plan, "the breaker is open");
+                return self.fall_back(rt, &plan, "the breaker is open", now);
             }
             CallPermit::Probe => {
                 log::info!("ankusa: fleet breaker probing the store");
@@ -238,15 +245,14 @@ impl Hook {
                 Action::Pause
             }
             Err(_) => {
-                self.record(rt, permit, Some(&CallFailure::Dispatch));
-                self.fall_back(rt, &plan, &CallFailure::Dispatch.to_string())
+                self.record(rt, permit, Some(&CallFailure::Dispatch), now);
+                self.fall_back(rt, &plan, &CallFailure::Dispatch.to_string(), now)
             }
         }
     }
 
     /// Reports a call's outcome (`failure`: why it failed) to the breaker.
-    fn record(&self, rt: &Runtime, permit: CallPermit, failure: Option<&CallFailure>) {
-        let now = now_us();
+    fn record(&self, rt: &Runtime, permit: CallPermit, failure: Option<&CallFailure>, now: u64) {
         let Some(transition) = rt.breaker().record(now, permit, failure.is_none()) else {
             return;
         };
@@ -263,11 +269,12 @@ impl Hook {
         rt: &Runtime,
         call: Call,
         answer: Result<HitAnswer, CallFailure>,
+        now: u64,
     ) -> Action {
-        self.record(rt, call.permit, answer.as_ref().err());
+        self.record(rt, call.permit, answer.as_ref().err(), now);
         let answer = match answer {
             Ok(answer) => answer,
-            Err(failure) => return self.fall_back(rt, &call.plan, &failure.to_string()),
+            Err(failure) => return self.fall_back(rt, &call.plan, &failure.to_string(), now),
         };
         if rt.config.rate_limits.scope == Scope::Fleet {
             rt.metrics.degraded(Kind::RateLimit, false);
@@ -278,7 +285,7 @@ impl Hook {
         match answer {
             HitAnswer::Ok => {
                 let claim = call.plan.fleet.and_then(|r| r.claim);
-                self.answer_node(rt, &call.plan.node_after_ok, claim)
+                self.answer_node(rt, &call.plan.node_after_ok, claim, now)
             }
             HitAnswer::Duplicate { hook_id } => {
                 self.reply(rt, Outcome::Duplicate, LocalReply::duplicate(&hook_id))
@@ -326,10 +333,11 @@ impl Context for Hook {
         let body = hostcalls::get_buffer(BufferType::HttpCallResponseBody, 0, body_size)
             .ok()
             .flatten();
+        let now = now_us();
         rt.metrics
-            .call_ms(now_us().saturating_sub(call.started_us) / 1_000);
+            .call_ms(now.saturating_sub(call.started_us) / 1_000);
         let answer = plan::parse_answer(status.as_deref(), body.as_deref());
-        if let Action::Continue = self.answered(&rt, call, answer) {
+        if let Action::Continue = self.answered(&rt, call, answer, now) {
             let _ = hostcalls::resume_http_request();
         }
     }
@@ -346,11 +354,15 @@ impl HttpContext for Hook {
             });
             return Action::Pause;
         };
-        // A sender must not choose the hook's id or dedupe key.
+        let mut headers = RequestHeaders::read();
+        // A sender must not choose the hook's id or dedupe key. Removing a
+        // name that isn't there would still be a hostcall.
         for name in [HOOK_ID, TENANT, SOURCE, EVENT_KEY] {
-            set_header(name, None);
+            if headers.remove(name) {
+                set_header(name, None);
+            }
         }
-        let path = header(":path").unwrap_or_default();
+        let path = headers.get(":path").unwrap_or_default();
         let route = match ankusa_core::route::route(&rt.config, &path) {
             Ok(route) => route,
             Err(e) => {
@@ -361,12 +373,14 @@ impl HttpContext for Hook {
                 )
             }
         };
-        let method = header(":method").unwrap_or_default();
+        let method = headers.get(":method").unwrap_or_default();
         if method != "POST" {
             return self.reply(&rt, Outcome::BadMethod, LocalReply::bad_method(&method));
         }
         let limit = rt.config.max_body_bytes;
-        let declared = header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
+        let declared = headers
+            .get("content-length")
+            .and_then(|v| v.trim().parse::<u64>().ok());
         if let Some(len) = declared.filter(|len| *len > limit) {
             return self.reply(&rt, Outcome::TooLarge, LocalReply::too_large(len, limit));
         }
@@ -380,18 +394,20 @@ impl HttpContext for Hook {
                 .for_tenant(&route.tenant)
                 .bytes
                 .is_some();
+        let now = now_us();
         self.facts = Some(HookFacts {
             tenant: route.tenant,
             source_id: route.source_id,
-            hook_id: new_hook_id(now_us()),
+            hook_id: new_hook_id(now),
             event_key: None,
             body_len: 0,
         });
+        self.headers = headers;
         if needs_body && !end_of_stream {
             self.awaiting_body = true;
             return Action::Pause;
         }
-        self.admit(&rt, None)
+        self.admit(&rt, None, now)
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
@@ -434,7 +450,7 @@ impl HttpContext for Hook {
             .ok()
             .flatten()
             .unwrap_or_default();
-        self.admit(&rt, Some(&body))
+        self.admit(&rt, Some(&body), now_us())
     }
 
     fn on_http_response_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {

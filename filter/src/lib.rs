@@ -6,6 +6,7 @@
 //!
 //! - [`root`]: the root context: config, metrics, pre-created keys, the settle drainer's tick.
 //! - [`http`]: one hook's admission (route, event key, node or fleet charge, fallback).
+//! - [`headers`]: the request's headers, read from the host once per hook.
 //! - [`plan`]: what a hook costs where, and how a store answer becomes a reply.
 //! - [`reload`]: a reload that changed tenant limits resets their buckets.
 //! - [`settle`]: the node-wide queue of promote/release operations and its drainer.
@@ -16,6 +17,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod headers;
 pub mod http;
 pub mod metrics;
 pub mod plan;

@@ -11,7 +11,7 @@ use crate::http::Hook;
 use crate::metrics::Metrics;
 use crate::reload;
 use crate::settle::{self, Enqueued, Queued};
-use crate::shared::{now_ms, now_us, HostStore};
+use crate::shared::{now_us, HostStore};
 use ankusa_core::breaker::{Breaker, BreakerState};
 use ankusa_core::cas::{ensure_keys, CasStore};
 use ankusa_core::config::Config;
@@ -86,9 +86,8 @@ impl Runtime {
         }
     }
 
-    /// Logs `why` at most once a minute node-wide.
-    pub fn warn_degraded(&self, why: &str) {
-        let now = now_ms();
+    /// Logs `why` at most once a minute node-wide (`now`: ms since the epoch).
+    pub fn warn_degraded(&self, why: &str, now: u64) {
         let won = crate::shared::update_u64(&HOST, WARNED_KEY, |last| {
             (now.saturating_sub(last) >= 60_000).then_some(now)
         });

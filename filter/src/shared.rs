@@ -34,11 +34,6 @@ pub fn now_us() -> u64 {
     since_epoch_us(now)
 }
 
-/// ms since the unix epoch (hook ids, lease times).
-pub fn now_ms() -> u64 {
-    now_us() / 1_000
-}
-
 fn since_epoch_us(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
