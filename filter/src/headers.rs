@@ -8,6 +8,16 @@
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{Bytes, MapType};
 
+/// One header value of `map` (a response's, a callout answer's); None when
+/// absent or not UTF-8. The SDK's string getter would panic on a value that
+/// isn't UTF-8, and an upstream may send one (HTTP allows obs-text).
+pub fn value(map: MapType, name: &str) -> Option<String> {
+    hostcalls::get_map_value_bytes(map, name)
+        .ok()
+        .flatten()
+        .and_then(|v| String::from_utf8(v).ok())
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct RequestHeaders {
     pairs: Vec<(String, Bytes)>,

@@ -7,7 +7,7 @@
 //! to the store with a node-local answer for every way that call can fail. A
 //! forwarded hook that holds a claim settles it when the upstream answers.
 
-use crate::headers::RequestHeaders;
+use crate::headers::{self, RequestHeaders};
 use crate::metrics::{Kind, Outcome};
 use crate::plan::{self, CallFailure, HookFacts, LocalReply, Plan};
 use crate::root::Runtime;
@@ -327,9 +327,7 @@ impl Context for Hook {
         let (Some(rt), Some(call)) = (self.rt.clone(), self.call.take()) else {
             return;
         };
-        let status = hostcalls::get_map_value(MapType::HttpCallResponseHeaders, ":status")
-            .ok()
-            .flatten();
+        let status = headers::value(MapType::HttpCallResponseHeaders, ":status");
         let body = hostcalls::get_buffer(BufferType::HttpCallResponseBody, 0, body_size)
             .ok()
             .flatten();
@@ -456,11 +454,7 @@ impl HttpContext for Hook {
     fn on_http_response_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {
         if let Some(rt) = self.rt.clone() {
             if self.claim.is_some() {
-                let get = |name| {
-                    hostcalls::get_map_value(MapType::HttpResponseHeaders, name)
-                        .ok()
-                        .flatten()
-                };
+                let get = |name| headers::value(MapType::HttpResponseHeaders, name);
                 let (status, upstream_id) = (get(":status"), get(HOOK_ID));
                 self.settle(&rt, status.as_deref(), upstream_id.as_deref());
             }

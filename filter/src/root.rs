@@ -290,9 +290,7 @@ impl Context for Root {
         let Some(rt) = self.runtime.clone() else {
             return;
         };
-        let status = hostcalls::get_map_value(MapType::HttpCallResponseHeaders, ":status")
-            .ok()
-            .flatten();
+        let status = crate::headers::value(MapType::HttpCallResponseHeaders, ":status");
         let ok = status.as_deref().is_some_and(|s| s.starts_with('2'));
         match background {
             Background::Settle(batch) => settled(&rt, batch, ok),

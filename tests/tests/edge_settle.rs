@@ -325,3 +325,74 @@ fn a_sender_that_goes_away_before_the_upstream_answers_releases_the_claim() {
         "the retry is admitted"
     );
 }
+
+/// An upstream that answers every request 201 with an `x-ankusa-hook-id`
+/// that isn't UTF-8 (HTTP allows such obs-text bytes in a value).
+fn upstream_with_binary_hook_id() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Read the head, then the body its content-length announces.
+                let complete = |seen: &[u8]| {
+                    let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        return false;
+                    };
+                    let head = String::from_utf8_lossy(&seen[..end]).to_ascii_lowercase();
+                    let length = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    seen.len() >= end + 4 + length
+                };
+                while !complete(&seen) {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let mut answer =
+                    b"HTTP/1.1 201 Created\r\nx-ankusa-hook-id: id-\xff\xfe\r\n".to_vec();
+                answer.extend_from_slice(
+                    b"content-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+                );
+                let _ = stream.write_all(&answer);
+            });
+        }
+    });
+    port
+}
+
+/// Regression: the SDK's string getter panics on a header value that isn't
+/// UTF-8, which took the worker's VM down when an upstream answered with one.
+#[test]
+fn an_upstream_hook_id_that_is_not_utf8_is_ignored_and_the_claim_committed_under_ours() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let upstream = upstream_with_binary_hook_id();
+    let edge = edge("edge-binary-id", upstream, store.port, roomy(5));
+    let r = deliver(&edge, "/webhooks/gh", "binary-1");
+    assert_eq!(r.status, 201, "{}", edge.log_tail());
+    let ours = edge.log_tail();
+    let committed = || redis.cli(&["GET", &claim_key("binary-1")]);
+    assert!(
+        eventually(Duration::from_secs(10), || committed().starts_with("c:")),
+        "claim is {:?}:\n{ours}",
+        committed()
+    );
+    // The VM still answers: the same event is now a duplicate of the committed id.
+    let again = deliver(&edge, "/webhooks/gh", "binary-1");
+    assert_eq!(again.status, 201, "{}", edge.log_tail());
+    assert_eq!(again.json()["duplicate"], true, "{}", again.text());
+    assert_eq!(
+        committed(),
+        format!("c:{}", again.json()["id"].as_str().unwrap_or_default())
+    );
+    assert!(!edge.log().contains("panicked"), "{}", edge.log_tail());
+}
