@@ -16,12 +16,11 @@ use crate::shared::now_us;
 use ankusa_core::breaker::CallPermit;
 use ankusa_core::config::Scope;
 use ankusa_core::node_buckets::NodeVerdict;
-use ankusa_core::wire::{self, Charge, Claim, HitAnswer, SettleOp};
+use ankusa_core::wire::{Charge, Claim, HitAnswer, SettleOp};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::{Action, BufferType, MapType};
 use std::rc::Rc;
-use std::time::Duration;
 
 /// Request headers the filter sets on every forwarded hook (and strips from
 /// the sender's request, so a sender can't pick its own dedupe key).
@@ -226,16 +225,7 @@ impl Hook {
         }
         let body = serde_json::to_vec(request).unwrap_or_default();
         let fleet = &rt.config.fleet;
-        let budget = fleet.timeout_ms.to_string();
-        let headers = vec![
-            (":method", "POST"),
-            (":path", "/v1/hit"),
-            (":authority", fleet.authority.as_str()),
-            ("content-type", "application/json"),
-            (wire::BUDGET_HEADER, budget.as_str()),
-        ];
-        let timeout = Duration::from_millis(fleet.timeout_ms);
-        match hostcalls::dispatch_http_call(&fleet.cluster, headers, Some(&body), vec![], timeout) {
+        match crate::root::call_store(fleet, "/v1/hit", &body, fleet.timeout_ms) {
             Ok(_token) => {
                 self.call = Some(Call {
                     permit,

@@ -14,12 +14,12 @@ use crate::settle::{self, Enqueued, Queued};
 use crate::shared::{now_us, HostStore};
 use ankusa_core::breaker::{Breaker, BreakerState};
 use ankusa_core::cas::{ensure_keys, CasStore};
-use ankusa_core::config::Config;
+use ankusa_core::config::{Config, FleetConfig};
 use ankusa_core::node_buckets::NodeBuckets;
 use ankusa_core::wire::{self, ResetRequest};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
-use proxy_wasm::types::{BufferType, ContextType, MapType};
+use proxy_wasm::types::{BufferType, ContextType, MapType, Status};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
@@ -214,23 +214,33 @@ impl Root {
     }
 
     fn call(&self, rt: &Runtime, path: &str, body: &[u8]) -> Result<u32, ()> {
-        let budget = BACKGROUND_TIMEOUT_MS.to_string();
-        let headers = vec![
-            (":method", "POST"),
-            (":path", path),
-            (":authority", rt.config.fleet.authority.as_str()),
-            ("content-type", "application/json"),
-            (wire::BUDGET_HEADER, budget.as_str()),
-        ];
-        hostcalls::dispatch_http_call(
-            &rt.config.fleet.cluster,
-            headers,
-            Some(body),
-            vec![],
-            Duration::from_millis(BACKGROUND_TIMEOUT_MS),
-        )
-        .map_err(|_| ())
+        call_store(&rt.config.fleet, path, body, BACKGROUND_TIMEOUT_MS).map_err(|_| ())
     }
+}
+
+/// POSTs `body` to the store's `path` through the fleet cluster, with
+/// `timeout_ms` as both Envoy's timeout and the budget the store is told.
+pub fn call_store(
+    fleet: &FleetConfig,
+    path: &str,
+    body: &[u8],
+    timeout_ms: u64,
+) -> Result<u32, Status> {
+    let budget = timeout_ms.to_string();
+    let headers = vec![
+        (":method", "POST"),
+        (":path", path),
+        (":authority", fleet.authority.as_str()),
+        ("content-type", "application/json"),
+        (wire::BUDGET_HEADER, budget.as_str()),
+    ];
+    hostcalls::dispatch_http_call(
+        &fleet.cluster,
+        headers,
+        Some(body),
+        vec![],
+        Duration::from_millis(timeout_ms),
+    )
 }
 
 /// A batch's fate: counted, and on failure queued again or dropped.
