@@ -10,6 +10,7 @@ mod read;
 
 use crate::event_key::DedupeRule;
 use crate::gcra::Quota;
+use crate::limits::{self, Bound};
 use crate::wire::{self, MAX_SETTLE_OPS};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,7 +22,7 @@ pub const DEFAULT_TTL_MS: u64 = 259_200_000;
 /// Default `max_body_bytes` (1 MiB, Envoy's default connection buffer).
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 1_048_576;
 /// Longest `fleet.timeout_ms`: the store call holds the hook, so it must stay short.
-pub const MAX_TIMEOUT_MS: u64 = 10_000;
+pub const MAX_TIMEOUT_MS: u64 = limits::TIMEOUT_MS.max;
 
 /// A refused configuration. Display: `"{field}: {message}"`.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -198,18 +199,26 @@ impl BreakerPolicy {
             ));
         }
         at_least("fleet.breaker_min_calls", u64::from(self.min_calls), 1)?;
-        at_least("fleet.breaker_window_ms", self.window_ms, 1)?;
-        at_least("fleet.breaker_open_ms", self.open_ms, 1)
+        bound("fleet.breaker_window_ms", limits::BREAKER_MS, self.window_ms)?;
+        bound("fleet.breaker_open_ms", limits::BREAKER_MS, self.open_ms)
     }
 }
 
 impl FleetConfig {
     /// Every range; whether `cluster` may be empty depends on the scopes (see [`Config::validate`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        between("fleet.timeout_ms", self.timeout_ms, 1, MAX_TIMEOUT_MS)?;
-        at_least("fleet.pending_ttl_ms", self.pending_ttl_ms, 1)?;
+        bound("fleet.timeout_ms", limits::TIMEOUT_MS, self.timeout_ms)?;
+        bound(
+            "fleet.pending_ttl_ms",
+            limits::PENDING_TTL_MS,
+            self.pending_ttl_ms,
+        )?;
         self.breaker.validate()?;
-        at_least("fleet.settle_interval_ms", self.settle_interval_ms, 1)?;
+        bound(
+            "fleet.settle_interval_ms",
+            limits::SETTLE_INTERVAL_MS,
+            self.settle_interval_ms,
+        )?;
         at_least("fleet.settle_queue_max", self.settle_queue_max as u64, 1)?;
         between(
             "fleet.settle_batch_max",
@@ -253,7 +262,7 @@ impl Config {
             if let Some(tenant) = &source.tenant {
                 check_id(&format!("sources.{id}.tenant"), tenant, "tenant name")?;
             }
-            at_least(&format!("sources.{id}.ttl_ms"), source.ttl_ms, 1)?;
+            bound(&format!("sources.{id}.ttl_ms"), limits::TTL_MS, source.ttl_ms)?;
         }
         check_limits("rate_limits.default", &self.rate_limits.default)?;
         for (tenant, limits) in &self.rate_limits.tenants {
@@ -303,14 +312,21 @@ fn check_id(field: &str, name: &str, what: &str) -> Result<(), ConfigError> {
     ))
 }
 
-fn check_limits(field: &str, limits: &Limits) -> Result<(), ConfigError> {
-    at_least(&format!("{field}.rate"), limits.hooks.rate, 1)?;
-    at_least(&format!("{field}.burst"), limits.hooks.burst, 1)?;
-    if let Some(bytes) = limits.bytes {
-        at_least(&format!("{field}.bytes_rate"), bytes.rate, 1)?;
-        at_least(&format!("{field}.bytes_burst"), bytes.burst, 1)?;
+fn check_limits(field: &str, l: &Limits) -> Result<(), ConfigError> {
+    bound(&format!("{field}.rate"), limits::RATE, l.hooks.rate)?;
+    bound(&format!("{field}.burst"), limits::BURST, l.hooks.burst)?;
+    if let Some(bytes) = l.bytes {
+        bound(&format!("{field}.bytes_rate"), limits::RATE, bytes.rate)?;
+        bound(&format!("{field}.bytes_burst"), limits::BURST, bytes.burst)?;
     }
     Ok(())
+}
+
+/// One of the core's [`limits`], naming the field.
+fn bound(field: &str, bound: Bound, value: u64) -> Result<(), ConfigError> {
+    bound
+        .check(value)
+        .map_err(|message| ConfigError::new(field, message))
 }
 
 fn at_least(field: &str, value: u64, min: u64) -> Result<(), ConfigError> {

@@ -1,63 +1,170 @@
-//! GCRA (the generic cell rate algorithm) on a theoretical arrival time.
+//! GCRA (the generic cell rate algorithm), exact for every rate.
 //!
-//! A bucket is one number, its TAT (µs on the caller's clock). A charge of
-//! `increment` µs against `capacity` µs is admitted when
-//! `max(tat, now) + increment − capacity ≤ now`; the new TAT is then
-//! `max(tat, now) + increment`. A denial changes nothing and says exactly how
-//! long to wait: admitted at `now + retry_after`, denied one µs earlier.
+//! A bucket is `(stamp_us, level)`: at `stamp_us` it held `level` micro-units
+//! (units × 10⁶), and it drains `rate` micro-units per µs (a rate of `rate`
+//! units/s). This is GCRA's theoretical arrival time written relative to the
+//! stamp and scaled by the rate (`TAT = stamp + level / rate`), so the
+//! arithmetic is integer-exact for any rate: a charge of `n` units adds
+//! `n × 10⁶`, the capacity is `burst × 10⁶`, and only the wait is a division.
+//!
+//! A charge of `n` at `now` is admitted when `drained + n × 10⁶ ≤ capacity`;
+//! the bucket becomes `(now, drained + n × 10⁶)`. A denial writes nothing and
+//! says exactly how long to wait: admitted at `now + retry_after`, denied one
+//! µs earlier.
+//!
+//! Clock steps: a level above the capacity is stale (a lowered limit, a foreign
+//! write) and counts as full. A stamp ahead of `now` (another worker read the
+//! clock a moment later, or the clock stepped back) is kept while it leads by
+//! at most [`MAX_LEAD_US`], so nothing drains twice; a stamp further ahead is
+//! stale and restarts at `now` with its level (a denial then writes that
+//! restamp back, spending nothing), so a backward step never stops the drain
+//! for longer than that.
 //!
 //! The store's Lua script runs the same arithmetic on Redis's clock; its tests
-//! compare the two on the same inputs.
+//! compare the two on the same inputs. The bounds in [`crate::limits`] keep
+//! every intermediate below 2⁵³, where Lua's doubles are exact.
 
 use crate::wire::{Charge, ChargeKind};
 
-/// µs in a second.
-const US_PER_S: u64 = 1_000_000;
+/// Micro-units in a unit.
+pub const MICRO: u64 = 1_000_000;
+/// The longest a stamp may lead `now` and still count (1 s): workers of one
+/// node read their clocks microseconds apart, a stepped clock jumps further.
+pub const MAX_LEAD_US: u64 = 1_000_000;
+
+/// One bucket's state.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Bucket {
+    /// When `level` was measured (µs on the caller's clock).
+    pub stamp_us: u64,
+    /// Micro-units held at `stamp_us`.
+    pub level: u64,
+}
+
+impl Bucket {
+    /// When the bucket is empty at `rate`: its TAT, rounded up to a µs.
+    pub fn empty_at(&self, rate: u64) -> u64 {
+        self.stamp_us
+            .saturating_add(self.level.div_ceil(rate.max(1)))
+    }
+}
 
 /// The outcome of one charge against one bucket.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Verdict {
-    /// Write `new_tat` back; the bucket can be forgotten once `now` passes it.
-    Admit { new_tat: u64 },
-    /// Nothing changes; the same charge is admitted `retry_after_us` from now.
-    Deny { retry_after_us: u64 },
+    /// Write `bucket` back; it can be forgotten once it is empty.
+    Admit { bucket: Bucket },
+    /// Nothing is spent; the same charge is admitted `retry_after_us` from
+    /// now. `restamp`: the bucket's stamp was stale (see the module docs);
+    /// write this back (same level, stamped now) so the drain starts, or the
+    /// bucket would stay full until the clock caught up.
+    Deny {
+        retry_after_us: u64,
+        restamp: Option<Bucket>,
+    },
 }
 
-/// Charges `increment_us` against a bucket at `tat` (None: never charged).
+fn capacity(burst: u64) -> u64 {
+    burst.saturating_mul(MICRO)
+}
+
+/// Charges `units` against `bucket` (None: never charged) of a `rate`/`burst`
+/// quota at `now_us`.
 ///
-/// Computed in u128, so no input can overflow, wrap into an admit, or panic;
-/// a TAT past `u64::MAX` is denied (its wait is clamped to `u64::MAX`).
-pub fn check(tat: Option<u64>, now_us: u64, increment_us: u64, capacity_us: u64) -> Verdict {
-    let base = u128::from(tat.unwrap_or(0).max(now_us));
-    let new_tat = base + u128::from(increment_us);
-    let allow_at = new_tat.saturating_sub(u128::from(capacity_us));
-    let now = u128::from(now_us);
-    match u64::try_from(new_tat) {
-        Ok(new_tat) if allow_at <= now => Verdict::Admit { new_tat },
-        _ => Verdict::Deny {
-            retry_after_us: u64::try_from(allow_at.saturating_sub(now).max(1)).unwrap_or(u64::MAX),
-        },
+/// Saturating arithmetic, so no input can wrap into an admit or panic; within
+/// [`crate::limits`] every value is exact. More units than `burst` can never
+/// be admitted: denied with the longest wait (callers refuse them earlier).
+pub fn check(bucket: Option<Bucket>, now_us: u64, units: u64, rate: u64, burst: u64) -> Verdict {
+    let rate = rate.max(1);
+    let cap = capacity(burst);
+    let b = bucket.unwrap_or_default();
+    let level = b.level.min(cap);
+    // A stamp leading `now` by a little is kept (elapsed 0); by more, stale.
+    let lead = b.stamp_us.saturating_sub(now_us);
+    if lead > MAX_LEAD_US {
+        let restamped = Bucket {
+            stamp_us: now_us,
+            level,
+        };
+        return match check(Some(restamped), now_us, units, rate, burst) {
+            Verdict::Deny { retry_after_us, .. } => Verdict::Deny {
+                retry_after_us,
+                restamp: Some(restamped),
+            },
+            admit => admit,
+        };
+    }
+    let (base, elapsed) = if lead == 0 {
+        (now_us, now_us - b.stamp_us)
+    } else {
+        (b.stamp_us, 0)
+    };
+    let drained = if elapsed >= level.div_ceil(rate) {
+        0
+    } else {
+        level - elapsed * rate
+    };
+    if units > burst {
+        return Verdict::Deny {
+            retry_after_us: u64::MAX,
+            restamp: None,
+        };
+    }
+    let need = drained.saturating_add(units.saturating_mul(MICRO));
+    if need <= cap {
+        return Verdict::Admit {
+            bucket: Bucket {
+                stamp_us: base,
+                level: need,
+            },
+        };
+    }
+    let wait_from_base = (need - cap).div_ceil(rate);
+    Verdict::Deny {
+        retry_after_us: (base - now_us).saturating_add(wait_from_base),
+        restamp: None,
     }
 }
 
-/// Charges every bucket or none: the first denial wins and nothing is written.
-/// `tats[i]` is the TAT of `charges[i]`'s bucket; on admit, the new TATs in
-/// the same order.
+/// Why [`check_all`] refused: the longest wait, and the stale buckets to
+/// write back restamped (`restamps[i]` for `buckets[i]`).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Denied {
+    pub retry_after_us: u64,
+    pub restamps: Vec<Option<Bucket>>,
+}
+
+/// Charges every bucket or none: any denial spends nothing.
+/// `buckets[i]` is the bucket of `charges[i]`; on admit, the new buckets in
+/// the same order; on denial, the longest wait and the stale buckets.
 pub fn check_all(
-    tats: &[Option<u64>],
+    buckets: &[Option<Bucket>],
     now_us: u64,
-    charges: &[(u64, u64)],
-) -> Result<Vec<u64>, u64> {
+    charges: &[Charge],
+) -> Result<Vec<Bucket>, Denied> {
     let mut out = Vec::with_capacity(charges.len());
+    let mut restamps = Vec::with_capacity(charges.len());
     let mut worst_wait = 0;
-    for (tat, &(increment, capacity)) in tats.iter().zip(charges) {
-        match check(*tat, now_us, increment, capacity) {
-            Verdict::Admit { new_tat } => out.push(new_tat),
-            Verdict::Deny { retry_after_us } => worst_wait = worst_wait.max(retry_after_us),
+    for (bucket, c) in buckets.iter().zip(charges) {
+        match check(*bucket, now_us, c.units, c.rate, c.burst) {
+            Verdict::Admit { bucket } => {
+                out.push(bucket);
+                restamps.push(None);
+            }
+            Verdict::Deny {
+                retry_after_us,
+                restamp,
+            } => {
+                worst_wait = worst_wait.max(retry_after_us.max(1));
+                restamps.push(restamp);
+            }
         }
     }
     if worst_wait > 0 {
-        Err(worst_wait)
+        Err(Denied {
+            retry_after_us: worst_wait,
+            restamps,
+        })
     } else {
         Ok(out)
     }
@@ -66,9 +173,9 @@ pub fn check_all(
 /// A configured limit: `rate` units per second with room for `burst` at once.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Quota {
-    /// Units per second (hooks, or bytes); ≥ 1.
+    /// Units per second (hooks, or bytes); within [`crate::limits::RATE`].
     pub rate: u64,
-    /// Units admitted at once from an idle bucket; ≥ 1.
+    /// Units admitted at once from an idle bucket; within [`crate::limits::BURST`].
     pub burst: u64,
 }
 
@@ -81,17 +188,6 @@ pub enum ChargeError {
 }
 
 impl Quota {
-    /// Emission interval `T` in µs per unit, at least 1 µs (rates above
-    /// 1 000 000/s are treated as 1 000 000/s rather than free).
-    pub fn interval_us(&self) -> u64 {
-        (US_PER_S / self.rate.max(1)).max(1)
-    }
-
-    /// `T × burst`.
-    pub fn capacity_us(&self) -> u64 {
-        self.interval_us().saturating_mul(self.burst)
-    }
-
     /// The charge for `units` (1 for a hook, the body length for bytes).
     /// Zero units (an empty body) charges nothing: `Ok(None)`.
     pub fn charge(
@@ -112,105 +208,12 @@ impl Quota {
         Ok(Some(Charge {
             kind,
             tenant: tenant.to_string(),
-            increment_us: self.interval_us().saturating_mul(units),
-            capacity_us: self.capacity_us(),
+            units,
+            rate: self.rate,
+            burst: self.burst,
         }))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    #[cfg(target_arch = "wasm32")]
-    use wasm_bindgen_test::wasm_bindgen_test as test;
-
-    const T: u64 = 10_000; // 100/s
-
-    #[test]
-    fn idle_bucket_admits_a_whole_burst_then_denies() {
-        let (inc, cap) = (T, 5 * T);
-        let mut tat = None;
-        for _ in 0..5 {
-            match check(tat, 1_000_000, inc, cap) {
-                Verdict::Admit { new_tat } => tat = Some(new_tat),
-                other => panic!("burst not admitted: {other:?}"),
-            }
-        }
-        assert_eq!(
-            check(tat, 1_000_000, inc, cap),
-            Verdict::Deny { retry_after_us: T }
-        );
-    }
-
-    #[test]
-    fn denial_retry_after_is_exact() {
-        let tat = Some(1_000_000 + 5 * T);
-        let Verdict::Deny { retry_after_us } = check(tat, 1_000_000, T, 5 * T) else {
-            panic!("expected a denial")
-        };
-        assert!(matches!(
-            check(tat, 1_000_000 + retry_after_us, T, 5 * T),
-            Verdict::Admit { .. }
-        ));
-        assert!(matches!(
-            check(tat, 1_000_000 + retry_after_us - 1, T, 5 * T),
-            Verdict::Deny { .. }
-        ));
-    }
-
-    #[test]
-    fn check_all_is_all_or_nothing_and_reports_the_longest_wait() {
-        let now = 1_000_000;
-        let full = Some(now + 5 * T);
-        assert_eq!(
-            check_all(&[None, full], now, &[(T, 5 * T), (2 * T, 5 * T)]),
-            Err(2 * T)
-        );
-        assert_eq!(
-            check_all(&[None, None], now, &[(T, 5 * T), (T, 5 * T)]),
-            Ok(vec![now + T, now + T])
-        );
-    }
-
-    #[test]
-    fn quota_turns_into_increment_and_capacity() {
-        let q = Quota {
-            rate: 50,
-            burst: 100,
-        };
-        assert_eq!(q.interval_us(), 20_000);
-        let c = q.charge(ChargeKind::Hooks, "acme", 1).unwrap().unwrap();
-        assert_eq!((c.increment_us, c.capacity_us), (20_000, 2_000_000));
-    }
-
-    #[test]
-    fn body_over_the_bytes_burst_is_too_large_not_admitted() {
-        let q = Quota {
-            rate: 1024,
-            burst: 4096,
-        };
-        assert_eq!(
-            q.charge(ChargeKind::Bytes, "acme", 4097),
-            Err(ChargeError::TooLarge {
-                size: 4097,
-                burst: 4096
-            })
-        );
-        assert_eq!(q.charge(ChargeKind::Bytes, "acme", 0), Ok(None));
-        assert!(q.charge(ChargeKind::Bytes, "acme", 4096).unwrap().is_some());
-    }
-
-    #[test]
-    fn huge_numbers_saturate_instead_of_overflowing() {
-        assert!(matches!(
-            check(Some(u64::MAX), 5, u64::MAX, u64::MAX),
-            Verdict::Deny { .. }
-        ));
-        let q = Quota {
-            rate: u64::MAX,
-            burst: u64::MAX,
-        };
-        assert_eq!(q.interval_us(), 1);
-        assert_eq!(q.capacity_us(), u64::MAX);
-    }
-}
+mod tests;

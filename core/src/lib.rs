@@ -7,6 +7,7 @@
 //!
 //! - [`wire`]: the JSON between filter and store.
 //! - [`gcra`]: the rate-limit arithmetic.
+//! - [`limits`]: every numeric bound, shared by config and wire validation.
 //! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data.
 //! - [`node_buckets`]: node-scope GCRA buckets in a bounded ring of shared-data keys.
 //! - [`breaker`]: the node-wide fleet breaker (closed, open, probing) in one shared-data value.
@@ -20,6 +21,7 @@ pub mod cas;
 pub mod config;
 pub mod event_key;
 pub mod gcra;
+pub mod limits;
 pub mod hook_id;
 pub mod node_buckets;
 pub mod route;

@@ -7,37 +7,42 @@
 //! its name, and linear probing looks at up to [`PROBE_SLOTS`] slots from
 //! there.
 //!
-//! A slot's value is one tenant's name with its hooks and bytes TATs, so a
+//! A slot's value is one tenant's name with its hooks and bytes buckets, so a
 //! hook costs one get and one compare-and-swap in the common case:
 //!
 //! ```text
-//! [FORMAT][hooks TAT: u64 LE][bytes TAT: u64 LE][guests: u64 LE][tenant name bytes]
+//! [FORMAT][hooks: stamp, level, empty_at][bytes: stamp, level, empty_at][guests][tenant name bytes]
 //! ```
 //!
-//! A TAT of 0 is "never charged" (GCRA treats a TAT at or before now as an
-//! idle bucket). `guests` is a 64-bit mask of tenants that shared the slot
-//! (one bit per tenant hash), cleared once the slot's buckets go idle. The
-//! filter charges only routed tenants (1 to 64 bytes of `[A-Za-z0-9_-]`), so
-//! a value stays under 90 bytes and the ring under `slots × 90` bytes.
+//! Every number is a u64 LE. A bucket is a [`gcra::Bucket`] (stamp µs, level
+//! in micro-units) and the µs it will be empty at, so another tenant can tell
+//! an idle slot without knowing this tenant's rate; all zero is "never
+//! charged". `guests` is a 64-bit mask of tenants that shared the slot (one
+//! bit per tenant hash), cleared once the slot's buckets go idle. The filter
+//! charges only routed tenants (1 to 64 bytes of `[A-Za-z0-9_-]`), so a value
+//! stays under 125 bytes and the ring under `slots × 125` bytes.
 //! Placement, in probe order:
 //!
 //! 1. A slot holding the tenant is its bucket.
 //! 2. An empty slot ends the search: it was never written, so no tenant was
 //!    ever pushed past it.
 //! 3. Otherwise the tenant takes the first free slot: empty, unreadable, or
-//!    held by another tenant whose TATs have all passed (that tenant's bucket
-//!    is idle, so forgetting it changes no verdict).
+//!    held by another tenant whose buckets are all empty (that tenant's
+//!    bucket is idle, so forgetting it changes no verdict).
 //! 4. If every probed slot is live, the hook is charged to the home slot,
 //!    shared with its holder, and the tenant's guest bit is set. This
 //!    over-counts both tenants, never under-counts: a guest that later takes
-//!    a slot of its own starts from the home slot's TATs, which include every
-//!    hook it charged there.
+//!    a slot of its own starts from the home slot's buckets, which include
+//!    every hook it charged there.
+//!
+//! Clock steps are [`gcra::check`]'s: a level above the capacity counts as
+//! full, a stamp more than [`gcra::MAX_LEAD_US`] ahead restarts at now.
 //!
 //! Contention never refuses a hook: after [`MAX_CAS_TRIES`] conflicts the
 //! hook is admitted uncharged and the verdict says so.
 
 use crate::cas::CasStore;
-use crate::gcra;
+use crate::gcra::{self, Bucket};
 use crate::wire::{Charge, ChargeKind};
 
 /// How many consecutive slots a tenant may occupy from its home slot. Four
@@ -50,8 +55,9 @@ pub const PROBE_SLOTS: usize = 4;
 /// beats spinning on the request path.
 pub const MAX_CAS_TRIES: u32 = 32;
 
-const FORMAT: u8 = 1;
-const HEADER_LEN: usize = 25;
+/// Format 2: a bucket is (stamp, level, empty_at); format 1 held one TAT.
+const FORMAT: u8 = 2;
+const HEADER_LEN: usize = 57;
 
 /// What a charge did to a tenant's node bucket.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -66,32 +72,43 @@ pub enum NodeVerdict {
     Contended,
 }
 
-/// A tenant's hooks and bytes buckets at one slot.
+/// One bucket as a slot holds it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-struct Tats {
-    hooks: u64,
-    bytes: u64,
+struct Held {
+    bucket: Bucket,
+    /// µs at which `bucket` is empty at its tenant's rate.
+    empty_at: u64,
 }
 
-impl Tats {
-    fn get(&self, kind: ChargeKind) -> u64 {
+/// A tenant's hooks and bytes buckets at one slot.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+struct Pair {
+    hooks: Held,
+    bytes: Held,
+}
+
+impl Pair {
+    fn get(&self, kind: ChargeKind) -> Held {
         match kind {
             ChargeKind::Hooks => self.hooks,
             ChargeKind::Bytes => self.bytes,
         }
     }
 
-    fn raise(&mut self, kind: ChargeKind, tat: u64) {
+    /// Sets a bucket; a kind charged twice keeps the later-emptying one.
+    fn raise(&mut self, kind: ChargeKind, held: Held) {
         let field = match kind {
             ChargeKind::Hooks => &mut self.hooks,
             ChargeKind::Bytes => &mut self.bytes,
         };
-        *field = (*field).max(tat);
+        if held.empty_at >= field.empty_at {
+            *field = held;
+        }
     }
 
     /// Every bucket is idle at `now_us`: a charge sees the same as a fresh one.
     fn idle_at(&self, now_us: u64) -> bool {
-        self.hooks <= now_us && self.bytes <= now_us
+        self.hooks.empty_at <= now_us && self.bytes.empty_at <= now_us
     }
 }
 
@@ -103,7 +120,7 @@ enum Slot<'v> {
     Unreadable,
     Held {
         tenant: &'v [u8],
-        tats: Tats,
+        tats: Pair,
         guests: u64,
     },
 }
@@ -120,21 +137,31 @@ fn decode(value: &[u8]) -> Slot<'_> {
         b.copy_from_slice(&value[at..at + 8]);
         u64::from_le_bytes(b)
     };
+    let held = |at: usize| Held {
+        bucket: Bucket {
+            stamp_us: word(at),
+            level: word(at + 8),
+        },
+        empty_at: word(at + 16),
+    };
     Slot::Held {
         tenant: &value[HEADER_LEN..],
-        tats: Tats {
-            hooks: word(1),
-            bytes: word(9),
+        tats: Pair {
+            hooks: held(1),
+            bytes: held(25),
         },
-        guests: word(17),
+        guests: word(49),
     }
 }
 
-fn encode(tenant: &[u8], tats: Tats, guests: u64) -> Vec<u8> {
+fn encode(tenant: &[u8], tats: Pair, guests: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + tenant.len());
     out.push(FORMAT);
-    out.extend_from_slice(&tats.hooks.to_le_bytes());
-    out.extend_from_slice(&tats.bytes.to_le_bytes());
+    for held in [tats.hooks, tats.bytes] {
+        out.extend_from_slice(&held.bucket.stamp_us.to_le_bytes());
+        out.extend_from_slice(&held.bucket.level.to_le_bytes());
+        out.extend_from_slice(&held.empty_at.to_le_bytes());
+    }
     out.extend_from_slice(&guests.to_le_bytes());
     out.extend_from_slice(tenant);
     out
@@ -163,7 +190,7 @@ struct Placement {
     version: u32,
     /// The name written back: the tenant's own, or the holder's when shared.
     holder: Vec<u8>,
-    tats: Tats,
+    tats: Pair,
     guests: u64,
 }
 
@@ -253,7 +280,7 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
         let bit = guest_bit(name);
         match (free, home) {
             (Some((key, version)), home) => {
-                // A former guest starts from the home TATs it charged.
+                // A former guest starts from the home buckets it charged.
                 let tats = home
                     .filter(|h| h.guests & bit != 0)
                     .map(|h| h.tats)
@@ -276,7 +303,7 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
                 key: self.key(self.home(tenant)),
                 version: 0,
                 holder: name.to_vec(),
-                tats: Tats::default(),
+                tats: Pair::default(),
                 guests: 0,
             },
         }
@@ -286,25 +313,28 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
     ///
     /// Each charge's `kind` picks the bucket; its `tenant` field is ignored in
     /// favour of the argument. A kind given twice is checked twice against the
-    /// same TAT and keeps the larger new TAT (wire requests never repeat one).
+    /// same bucket and keeps the later-emptying result (wire requests never
+    /// repeat one).
     pub fn charge(&self, tenant: &str, now_us: u64, charges: &[Charge]) -> NodeVerdict {
-        let costs: Vec<(u64, u64)> = charges
-            .iter()
-            .map(|c| (c.increment_us, c.capacity_us))
-            .collect();
         for _ in 0..MAX_CAS_TRIES {
             let place = self.place(tenant, now_us);
-            let tats: Vec<Option<u64>> = charges
+            let buckets: Vec<Option<Bucket>> = charges
                 .iter()
-                .map(|c| Some(place.tats.get(c.kind)).filter(|&t| t > 0))
+                .map(|c| Some(place.tats.get(c.kind).bucket))
                 .collect();
-            let new_tats = match gcra::check_all(&tats, now_us, &costs) {
-                Ok(new_tats) => new_tats,
-                Err(retry_after_us) => return NodeVerdict::RateLimited { retry_after_us },
+            let new_buckets = match gcra::check_all(&buckets, now_us, charges) {
+                Ok(new_buckets) => new_buckets,
+                Err(denied) => {
+                    self.restamp(&place, charges, &denied.restamps);
+                    return NodeVerdict::RateLimited {
+                        retry_after_us: denied.retry_after_us,
+                    };
+                }
             };
             let mut next = place.tats;
-            for (c, tat) in charges.iter().zip(new_tats) {
-                next.raise(c.kind, tat);
+            for (c, bucket) in charges.iter().zip(new_buckets) {
+                let empty_at = bucket.empty_at(c.rate);
+                next.raise(c.kind, Held { bucket, empty_at });
             }
             // Once the slot's buckets were idle, no guest's charge still counts.
             let guests = if place.tats.idle_at(now_us) {
@@ -323,7 +353,32 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
         NodeVerdict::Contended
     }
 
-    /// Forgets `tenant`'s TATs (its limit changed). The slot keeps the name
+    /// Writes back the stale buckets of a denial, restamped (one try: a
+    /// conflicting write has restamped or charged them already).
+    fn restamp(&self, place: &Placement, charges: &[Charge], restamps: &[Option<Bucket>]) {
+        let mut next = place.tats;
+        let mut any = false;
+        for (c, bucket) in charges.iter().zip(restamps) {
+            if let Some(bucket) = *bucket {
+                let held = Held {
+                    bucket,
+                    empty_at: bucket.empty_at(c.rate),
+                };
+                match c.kind {
+                    ChargeKind::Hooks => next.hooks = held,
+                    ChargeKind::Bytes => next.bytes = held,
+                }
+                any = true;
+            }
+        }
+        if any {
+            let value = encode(&place.holder, next, place.guests);
+            self.store
+                .compare_and_set(&place.key, &value, place.version);
+        }
+    }
+
+    /// Forgets `tenant`'s buckets (its limit changed). The slot keeps the name
     /// with idle buckets, so it never turns empty again and probing stays
     /// correct; any tenant may take it over. A tenant sharing another's slot
     /// has nothing of its own to clear. Best effort under contention.
@@ -346,7 +401,7 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
             let Some((key, version)) = found else { return };
             if self
                 .store
-                .compare_and_set(&key, &encode(name, Tats::default(), 0), version)
+                .compare_and_set(&key, &encode(name, Pair::default(), 0), version)
             {
                 return;
             }
@@ -369,17 +424,31 @@ mod tests {
         Charge {
             kind: ChargeKind::Hooks,
             tenant: String::new(),
-            increment_us: T,
-            capacity_us: burst * T,
+            units: 1,
+            rate: 100,
+            burst,
         }
     }
 
+    /// `n` bytes at 1 B/µs.
     fn bytes(n: u64, burst: u64) -> Charge {
         Charge {
             kind: ChargeKind::Bytes,
             tenant: String::new(),
-            increment_us: n,
-            capacity_us: burst,
+            units: n,
+            rate: 1_000_000,
+            burst,
+        }
+    }
+
+    /// A hooks bucket (100/s) that is empty at `until` (≥ NOW).
+    fn busy(until: u64) -> Held {
+        Held {
+            bucket: Bucket {
+                stamp_us: NOW,
+                level: (until - NOW) * 100,
+            },
+            empty_at: until,
         }
     }
 
@@ -389,7 +458,7 @@ mod tests {
         buckets
     }
 
-    fn held(store: &MapStore, key: &str) -> (Vec<u8>, Tats, u64) {
+    fn held(store: &MapStore, key: &str) -> (Vec<u8>, Pair, u64) {
         match decode(&store.get(key).0) {
             Slot::Held {
                 tenant,
@@ -525,13 +594,16 @@ mod tests {
         let store = MapStore::new();
         let nb = ready(&store, 1);
         assert_eq!(nb.charge("acme", NOW, &[hooks(1)]), NodeVerdict::Admit);
-        // acme's TAT is NOW + T: at that instant its bucket is idle.
+        // acme's bucket is empty at NOW + T: at that instant it is idle.
         assert_eq!(
             nb.charge("globex", NOW + T, &[hooks(1)]),
             NodeVerdict::Admit
         );
         let (tenant, tats, _) = held(&store, "rl:0");
-        assert_eq!((&tenant[..], tats.hooks), (&b"globex"[..], NOW + 2 * T));
+        assert_eq!(
+            (&tenant[..], tats.hooks.empty_at),
+            (&b"globex"[..], NOW + 2 * T)
+        );
     }
 
     #[test]
@@ -563,9 +635,9 @@ mod tests {
         let run: Vec<usize> = nb.run("globex").collect();
         // Fill globex's whole run with holders live at NOW.
         for (i, &index) in run.iter().enumerate() {
-            let tats = Tats {
-                hooks: NOW + 1 + i as u64,
-                bytes: 0,
+            let tats = Pair {
+                hooks: busy(NOW + 1 + i as u64),
+                bytes: Held::default(),
             };
             store.compare_and_set(
                 &nb.key(index),
@@ -576,10 +648,10 @@ mod tests {
         assert_eq!(nb.charge("globex", NOW, &[hooks(2)]), NodeVerdict::Admit);
         let (_, _, guests) = held(&store, &nb.key(home));
         assert_eq!(guests, guest_bit(b"globex"));
-        // A later slot frees up; globex moves there but inherits the home TAT
+        // A later slot frees up; globex moves there but inherits the home bucket
         // (NOW + 1 + T), so its second hook within 2T is still denied.
         let last = *run.last().unwrap_or(&home);
-        store.compare_and_set(&nb.key(last), &encode(b"h3", Tats::default(), 0), 0);
+        store.compare_and_set(&nb.key(last), &encode(b"h3", Pair::default(), 0), 0);
         assert_eq!(
             nb.charge("globex", NOW, &[hooks(2)]),
             NodeVerdict::RateLimited { retry_after_us: 1 }
@@ -596,9 +668,9 @@ mod tests {
             &nb.key(run[0]),
             &encode(
                 b"other",
-                Tats {
-                    hooks: NOW + 1,
-                    bytes: 0,
+                Pair {
+                    hooks: busy(NOW + 1),
+                    bytes: Held::default(),
                 },
                 0,
             ),

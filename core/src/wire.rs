@@ -6,6 +6,7 @@
 //! Both sides use these types, so the two can't drift apart; the store checks
 //! every request with `validate` before it touches Redis.
 
+use crate::limits::{self, Bound};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -41,16 +42,18 @@ impl ChargeKind {
     }
 }
 
-/// One GCRA bucket to charge.
+/// One GCRA bucket to charge: `units` against the quota the user wrote.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct Charge {
     pub kind: ChargeKind,
     pub tenant: String,
-    /// µs of the bucket this hook spends: `n × T`.
-    pub increment_us: u64,
-    /// µs the bucket holds: `burst × T`; never below `increment_us`.
-    pub capacity_us: u64,
+    /// Units this hook spends: 1 hook, or the body's bytes; 1..=`burst`.
+    pub units: u64,
+    /// The quota's units per second ([`limits::RATE`]).
+    pub rate: u64,
+    /// The quota's units at once ([`limits::BURST`]).
+    pub burst: u64,
 }
 
 /// A provider event key to claim for one hook.
@@ -174,29 +177,23 @@ fn check_name(field: &str, value: &str) -> Result<(), WireError> {
     }
 }
 
-fn check_positive(field: &str, value: u64) -> Result<(), WireError> {
-    if value == 0 {
-        Err(invalid(field, "must be greater than 0"))
-    } else {
-        Ok(())
-    }
+fn check_bound(field: &str, bound: Bound, value: u64) -> Result<(), WireError> {
+    bound.check(value).map_err(|problem| invalid(field, problem))
 }
 
 impl Charge {
     pub fn validate(&self, field: &str) -> Result<(), WireError> {
         check_name(&format!("{field}.tenant"), &self.tenant)?;
-        check_positive(&format!("{field}.increment_us"), self.increment_us)?;
-        check_positive(&format!("{field}.capacity_us"), self.capacity_us)?;
-        if self.capacity_us < self.increment_us {
-            return Err(invalid(
-                format!("{field}.capacity_us"),
-                format!(
-                    "{} is below increment_us {}: the charge could never be admitted",
-                    self.capacity_us, self.increment_us
-                ),
-            ));
-        }
-        Ok(())
+        check_bound(&format!("{field}.rate"), limits::RATE, self.rate)?;
+        check_bound(&format!("{field}.burst"), limits::BURST, self.burst)?;
+        check_bound(
+            &format!("{field}.units"),
+            Bound {
+                min: 1,
+                max: self.burst,
+            },
+            self.units,
+        )
     }
 }
 
@@ -212,8 +209,12 @@ impl Claim {
             ));
         }
         check_hook_id(&format!("{field}.hook_id"), &self.hook_id)?;
-        check_positive(&format!("{field}.ttl_ms"), self.ttl_ms)?;
-        check_positive(&format!("{field}.pending_ttl_ms"), self.pending_ttl_ms)?;
+        check_bound(&format!("{field}.ttl_ms"), limits::TTL_MS, self.ttl_ms)?;
+        check_bound(
+            &format!("{field}.pending_ttl_ms"),
+            limits::PENDING_TTL_MS,
+            self.pending_ttl_ms,
+        )?;
         Ok(())
     }
 }
@@ -336,8 +337,9 @@ mod tests {
         Charge {
             kind,
             tenant: "acme".into(),
-            increment_us: 2_000,
-            capacity_us: 200_000,
+            units: 1,
+            rate: 500,
+            burst: 100,
         }
     }
 
@@ -393,31 +395,82 @@ mod tests {
         assert!(text.contains(r#""op":"promote""#) && text.contains(r#""op":"release""#));
     }
 
-    #[test]
-    fn capacity_below_increment_is_refused_naming_the_field() {
+    fn charge_error(edit: impl FnOnce(&mut Charge)) -> String {
         let mut c = charge(ChargeKind::Bytes);
-        c.capacity_us = 10;
-        let req = HitRequest {
-            charges: vec![c],
-            claim: None,
-        };
-        assert_eq!(
-            req.validate().unwrap_err().to_string(),
-            "charges[0].capacity_us: 10 is below increment_us 2000: the charge could never be admitted"
-        );
-    }
-
-    #[test]
-    fn zero_increment_and_empty_names_are_refused() {
-        let mut c = charge(ChargeKind::Hooks);
-        c.increment_us = 0;
-        let err = HitRequest {
+        edit(&mut c);
+        HitRequest {
             charges: vec![c],
             claim: None,
         }
         .validate()
-        .unwrap_err();
-        assert_eq!(err.field, "charges[0].increment_us");
+        .unwrap_err()
+        .to_string()
+    }
+
+    fn claim_error(edit: impl FnOnce(&mut Claim)) -> String {
+        let mut c = claim();
+        edit(&mut c);
+        HitRequest {
+            charges: vec![],
+            claim: Some(c),
+        }
+        .validate()
+        .unwrap_err()
+        .to_string()
+    }
+
+    #[test]
+    fn every_charge_bound_is_the_core_limit_naming_the_field() {
+        assert_eq!(
+            charge_error(|c| c.units = 101),
+            "charges[0].units: must be between 1 and 100, got 101"
+        );
+        assert_eq!(
+            charge_error(|c| c.units = 0),
+            "charges[0].units: must be between 1 and 100, got 0"
+        );
+        assert_eq!(
+            charge_error(|c| c.rate = 1_000_000_001),
+            "charges[0].rate: must be between 1 and 1000000000, got 1000000001"
+        );
+        assert_eq!(
+            charge_error(|c| c.rate = 0),
+            "charges[0].rate: must be between 1 and 1000000000, got 0"
+        );
+        assert_eq!(
+            charge_error(|c| c.burst = (1 << 32) + 1),
+            "charges[0].burst: must be between 1 and 4294967296, got 4294967297"
+        );
+        let mut top = charge(ChargeKind::Bytes);
+        (top.rate, top.burst, top.units) = (1_000_000_000, 1 << 32, 1 << 32);
+        assert_eq!(
+            HitRequest {
+                charges: vec![top],
+                claim: None
+            }
+            .validate(),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn every_claim_ttl_bound_is_the_core_limit_naming_the_field() {
+        assert_eq!(
+            claim_error(|c| c.ttl_ms = (1 << 53) - 1),
+            "claim.ttl_ms: must be between 1 and 2592000000, got 9007199254740991"
+        );
+        assert_eq!(
+            claim_error(|c| c.ttl_ms = 0),
+            "claim.ttl_ms: must be between 1 and 2592000000, got 0"
+        );
+        assert_eq!(
+            claim_error(|c| c.pending_ttl_ms = 86_400_001),
+            "claim.pending_ttl_ms: must be between 1 and 86400000, got 86400001"
+        );
+    }
+
+    #[test]
+    fn empty_names_are_refused() {
         let mut cl = claim();
         cl.key.clear();
         let err = HitRequest {

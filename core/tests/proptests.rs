@@ -1,30 +1,45 @@
-//! Properties of the node buckets' arithmetic over arbitrary request times,
-//! checked against plain GCRA and against the bound any GCRA must keep.
+//! Properties of the GCRA and the node buckets over arbitrary request times,
+//! starting from what the user writes (`Quota { rate, burst }`): rates 1 to
+//! 10⁹ per second, bodies 1 to `burst`.
 #![cfg(not(target_arch = "wasm32"))]
 
 use ankusa_core::cas::{ensure_keys, MapStore};
-use ankusa_core::gcra::{self, Verdict};
+use ankusa_core::gcra::{self, Quota, Verdict};
 use ankusa_core::node_buckets::{NodeBuckets, NodeVerdict};
 use ankusa_core::wire::{Charge, ChargeKind};
 use proptest::prelude::*;
 
-const START: u64 = 1_000_000_000;
+const START: u64 = 1_796_000_000_000_000;
 
-fn charge(kind: ChargeKind, increment_us: u64, capacity_us: u64) -> Charge {
+fn charge(kind: ChargeKind, q: Quota, units: u64) -> Charge {
     Charge {
         kind,
         tenant: String::new(),
-        increment_us,
-        capacity_us,
+        units,
+        rate: q.rate,
+        burst: q.burst,
     }
 }
 
-/// A hooks quota: (T µs, burst).
-fn quota() -> impl Strategy<Value = (u64, u64)> {
-    (1u64..50_000, 1u64..20)
+/// A quota anywhere in the core's limits, often small, sometimes at the top.
+fn quota() -> impl Strategy<Value = Quota> {
+    let rate = prop_oneof![1u64..1_000, 1u64..=1_000_000_000, Just(1_000_000_000)];
+    let burst = prop_oneof![1u64..100, 1u64..10_000_000, Just(1u64 << 32)];
+    (rate, burst).prop_map(|(rate, burst)| Quota { rate, burst })
 }
 
-/// Gaps between requests, from a burst at one instant to pauses of a few T.
+/// A quota and a body size in 1..=burst.
+fn quota_and_body() -> impl Strategy<Value = (Quota, u64)> {
+    quota().prop_flat_map(|q| (Just(q), 1..=q.burst))
+}
+
+/// µs one body takes to drain, at least 1.
+fn body_time(q: Quota, body: u64) -> u64 {
+    ((u128::from(body) * 1_000_000).div_ceil(u128::from(q.rate)) as u64).max(1)
+}
+
+/// Gaps between requests, from a burst at one instant to pauses of a few
+/// body times.
 fn gaps(t: u64) -> impl Strategy<Value = Vec<u64>> {
     prop::collection::vec(prop_oneof![Just(0u64), 0..t, 0..4 * t], 1..150)
 }
@@ -35,17 +50,23 @@ fn ring(store: &MapStore, slots: usize) -> NodeBuckets<'_, MapStore> {
     nb
 }
 
-/// Every window of admitted requests holds at most `burst + elapsed / T` of them.
-fn assert_within_bound(admitted_at: &[u64], t: u64, burst: u64) -> Result<(), TestCaseError> {
-    for i in 0..admitted_at.len() {
-        for j in i..admitted_at.len() {
-            let count = (j - i + 1) as u64;
-            let bound = burst + (admitted_at[j] - admitted_at[i]) / t;
+/// Over every window of admits, the units admitted are at most
+/// `burst + rate × elapsed` (in exact micro-units, no rounding at all).
+fn assert_within_bound(admits: &[(u64, u64)], q: Quota) -> Result<(), TestCaseError> {
+    for i in 0..admits.len() {
+        let mut units = 0u128;
+        for j in i..admits.len() {
+            units += u128::from(admits[j].1);
+            let elapsed = u128::from(admits[j].0 - admits[i].0);
+            let bound = u128::from(q.burst) * 1_000_000 + u128::from(q.rate) * elapsed;
             prop_assert!(
-                count <= bound,
-                "{count} admitted between {} and {} µs, bound {bound}",
-                admitted_at[i],
-                admitted_at[j]
+                units * 1_000_000 <= bound,
+                "{} units admitted between {} and {} µs; rate {} burst {}",
+                units,
+                admits[i].0,
+                admits[j].0,
+                q.rate,
+                q.burst
             );
         }
     }
@@ -54,28 +75,52 @@ fn assert_within_bound(admitted_at: &[u64], t: u64, burst: u64) -> Result<(), Te
 
 proptest! {
     #[test]
-    fn a_tenant_never_gets_more_than_burst_plus_elapsed_over_t(
-        (t, burst, gaps) in quota().prop_flat_map(|(t, b)| (Just(t), Just(b), gaps(t)))
+    fn admitted_units_never_exceed_burst_plus_rate_times_elapsed(
+        (q, body, gaps) in quota_and_body()
+            .prop_flat_map(|(q, b)| (Just(q), Just(b), gaps(body_time(q, b))))
     ) {
         let store = MapStore::new();
         let nb = ring(&store, 16);
-        let c = [charge(ChargeKind::Hooks, t, t * burst)];
+        let c = [charge(ChargeKind::Bytes, q, body)];
         let mut now = START;
-        let mut admitted_at = Vec::new();
+        let mut admits = Vec::new();
         for gap in gaps {
             now += gap;
             if nb.charge("acme", now, &c) == NodeVerdict::Admit {
-                admitted_at.push(now);
+                admits.push((now, body));
             }
         }
-        assert_within_bound(&admitted_at, t, burst)?;
+        assert_within_bound(&admits, q)?;
     }
 
     #[test]
-    fn a_denials_retry_after_is_exact_and_it_changes_nothing(
-        (t, burst, gaps) in quota().prop_flat_map(|(t, b)| (Just(t), Just(b), gaps(t))),
-        bytes_burst in 1u64..10_000,
-        sizes in prop::collection::vec(1u64..10_000, 150),
+    fn a_sender_at_99_percent_of_the_rate_is_never_refused_once_the_burst_drained(
+        (q, body) in quota_and_body(),
+        jitter in prop::collection::vec(0u64..100, 100),
+    ) {
+        let mut bucket = None;
+        // Spend the whole burst, then wait for it to drain.
+        while let Verdict::Admit { bucket: b } = gcra::check(bucket, START, body, q.rate, q.burst) {
+            bucket = Some(b);
+        }
+        let drained = START + body_time(q, q.burst);
+        // One body per `period`, 99 % of the rate; late by up to 1 % at times.
+        let period = (u128::from(body) * 1_000_000 * 100).div_ceil(u128::from(q.rate) * 99) as u64;
+        let mut now = drained;
+        for late in jitter {
+            match gcra::check(bucket, now, body, q.rate, q.burst) {
+                Verdict::Admit { bucket: b } => bucket = Some(b),
+                denied => prop_assert!(false, "refused at {} µs: {:?}", now - drained, denied),
+            }
+            now += period + period * late / 10_000;
+        }
+    }
+
+    #[test]
+    fn a_denials_retry_after_is_exact_and_it_writes_nothing(
+        (hooks, bytes, gaps) in (quota(), quota())
+            .prop_flat_map(|(h, b)| (Just(h), Just(b), gaps(body_time(h, 1)))),
+        sizes in prop::collection::vec(1u64..=u64::MAX, 150),
     ) {
         let store = MapStore::new();
         let nb = ring(&store, 4);
@@ -83,10 +128,9 @@ proptest! {
         for (gap, size) in gaps.into_iter().zip(sizes) {
             now += gap;
             let charges = [
-                charge(ChargeKind::Hooks, t, t * burst),
-                // One µs per byte; a body over the burst is refused before it
-                // gets here, so clamp it.
-                charge(ChargeKind::Bytes, size.min(bytes_burst), bytes_burst),
+                charge(ChargeKind::Hooks, hooks, 1),
+                // A body over the burst is refused before it gets here.
+                charge(ChargeKind::Bytes, bytes, 1 + size % bytes.burst),
             ];
             let before = store.clone();
             match nb.charge("acme", now, &charges) {
@@ -113,34 +157,34 @@ proptest! {
 
     #[test]
     fn node_buckets_agree_with_plain_gcra(
-        (t, burst, gaps) in quota().prop_flat_map(|(t, b)| (Just(t), Just(b), gaps(t))),
-        bytes_cap in 1u64..10_000,
-        sizes in prop::collection::vec(0u64..10_000, 150),
+        (hooks, bytes, gaps) in (quota(), quota())
+            .prop_flat_map(|(h, b)| (Just(h), Just(b), gaps(body_time(h, 1)))),
+        sizes in prop::collection::vec(1u64..=u64::MAX, 150),
     ) {
         let store = MapStore::new();
         let nb = ring(&store, 8);
-        let (mut hooks_tat, mut bytes_tat) = (None, None);
+        let (mut hooks_b, mut bytes_b) = (None, None);
         let mut now = START;
         for (gap, size) in gaps.into_iter().zip(sizes) {
             now += gap;
-            let n = size.min(bytes_cap);
+            let n = 1 + size % bytes.burst;
             let got = nb.charge(
                 "acme",
                 now,
-                &[charge(ChargeKind::Hooks, t, t * burst), charge(ChargeKind::Bytes, n.max(1), bytes_cap)],
+                &[charge(ChargeKind::Hooks, hooks, 1), charge(ChargeKind::Bytes, bytes, n)],
             );
             // The reference: each bucket on its own, then all-or-nothing.
-            let h = gcra::check(hooks_tat, now, t, t * burst);
-            let b = gcra::check(bytes_tat, now, n.max(1), bytes_cap);
+            let h = gcra::check(hooks_b, now, 1, hooks.rate, hooks.burst);
+            let b = gcra::check(bytes_b, now, n, bytes.rate, bytes.burst);
             let want = match (h, b) {
-                (Verdict::Admit { new_tat: h }, Verdict::Admit { new_tat: b }) => {
-                    hooks_tat = Some(h);
-                    bytes_tat = Some(b);
+                (Verdict::Admit { bucket: h }, Verdict::Admit { bucket: b }) => {
+                    hooks_b = Some(h);
+                    bytes_b = Some(b);
                     NodeVerdict::Admit
                 }
                 (h, b) => {
                     let wait = |v: Verdict| match v {
-                        Verdict::Deny { retry_after_us } => retry_after_us,
+                        Verdict::Deny { retry_after_us, .. } => retry_after_us,
                         Verdict::Admit { .. } => 0,
                     };
                     NodeVerdict::RateLimited { retry_after_us: wait(h).max(wait(b)) }
@@ -157,24 +201,26 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(1_000))]
     #[test]
     fn sharing_a_small_ring_never_under_counts_a_tenant(
-        (t, burst) in (1u64..50_000, 2u64..6),
+        (rate, burst) in (20u64..1_000_000, 2u64..6),
         slots in 1usize..4,
         requests in prop::collection::vec((0usize..6, 0u64..1_000), 1..120),
     ) {
+        let q = Quota { rate, burst };
+        let t = body_time(q, 1);
         let store = MapStore::new();
         let nb = ring(&store, slots);
-        let c = [charge(ChargeKind::Hooks, t, t * burst)];
+        let c = [charge(ChargeKind::Hooks, q, 1)];
         let mut now = START;
-        let mut admitted_at = vec![Vec::new(); 6];
+        let mut admits = vec![Vec::new(); 6];
         for (tenant, gap) in requests {
             // Gaps up to a whole interval, so slots go idle one at a time.
             now += gap * t / 1_000;
             if nb.charge(&format!("tenant-{tenant}"), now, &c) == NodeVerdict::Admit {
-                admitted_at[tenant].push(now);
+                admits[tenant].push((now, 1));
             }
         }
-        for times in &admitted_at {
-            assert_within_bound(times, t, burst)?;
+        for a in &admits {
+            assert_within_bound(a, q)?;
         }
         prop_assert!(store.len() <= slots);
     }

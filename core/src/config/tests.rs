@@ -93,11 +93,11 @@ fn breaker_policy_needs_positive_counts_and_durations() {
                 window_ms: 0,
                 ..base
             },
-            "fleet.breaker_window_ms: must be at least 1, got 0",
+            "fleet.breaker_window_ms: must be between 1 and 86400000, got 0",
         ),
         (
             BreakerPolicy { open_ms: 0, ..base },
-            "fleet.breaker_open_ms: must be at least 1, got 0",
+            "fleet.breaker_open_ms: must be between 1 and 86400000, got 0",
         ),
     ];
     for (policy, message) in cases {
@@ -172,13 +172,13 @@ fn validate_names_the_tenant_and_the_value() {
     c.rate_limits.tenants.insert("acme".into(), zero_burst);
     assert_eq!(
         err(&c),
-        "rate_limits.tenants.acme.burst: must be at least 1, got 0"
+        "rate_limits.tenants.acme.burst: must be between 1 and 4294967296, got 0"
     );
     let mut c = minimal();
     c.rate_limits.default.bytes = Some(Quota { rate: 0, burst: 10 });
     assert_eq!(
         err(&c),
-        "rate_limits.default.bytes_rate: must be at least 1, got 0"
+        "rate_limits.default.bytes_rate: must be between 1 and 1000000000, got 0"
     );
 }
 
@@ -193,7 +193,7 @@ fn validate_checks_sources_and_node() {
     c.node = Some("edge-1.eu".into());
     assert_eq!(c.validate(), Ok(()));
     c.sources.get_mut("gh").unwrap().ttl_ms = 0;
-    assert_eq!(err(&c), "sources.gh.ttl_ms: must be at least 1, got 0");
+    assert_eq!(err(&c), "sources.gh.ttl_ms: must be between 1 and 2592000000, got 0");
     c.sources.clear();
     assert_eq!(err(&c), "sources: must name at least one source");
 }
@@ -238,7 +238,7 @@ fn parse_refusals_name_the_path_and_value() {
     let zero = r#"{"sources": {"gh": {}}, "rate_limits": {"default": {"rate": 1, "burst": 0}}}"#;
     assert_eq!(
         parse_err(zero),
-        "rate_limits.default.burst: must be at least 1, got 0"
+        "rate_limits.default.burst: must be between 1 and 4294967296, got 0"
     );
 }
 

@@ -1,0 +1,100 @@
+//! Every numeric bound, in one place: the config parser and the store's wire
+//! `validate` check the same ranges, so a config that loads never sends a
+//! request the store refuses.
+//!
+//! The store keeps its numbers in Lua doubles (exact below 2⁵³) and passes
+//! TTLs to Redis as PX values; the bounds keep every product the GCRA forms
+//! (`burst × 10⁶ × 2`, `elapsed × rate` below the drain time) exact there.
+
+/// An inclusive range of accepted values.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Bound {
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Bound {
+    /// `Err("must be between {min} and {max}, got {value}")` outside the range.
+    pub fn check(&self, value: u64) -> Result<(), String> {
+        if (self.min..=self.max).contains(&value) {
+            Ok(())
+        } else {
+            Err(format!(
+                "must be between {} and {}, got {value}",
+                self.min, self.max
+            ))
+        }
+    }
+}
+
+/// Units per second of a quota (`rate`, `bytes_rate`): up to 10⁹/s.
+pub const RATE: Bound = Bound {
+    min: 1,
+    max: 1_000_000_000,
+};
+/// Units at once of a quota (`burst`, `bytes_burst`): up to 2³² (4 GiB of
+/// bytes), so a level in micro-units stays below 2⁵³ with room for a charge.
+pub const BURST: Bound = Bound {
+    min: 1,
+    max: 1 << 32,
+};
+/// How long a committed event key is remembered (`sources.*.ttl_ms`, a
+/// claim's `ttl_ms`): up to 30 days.
+pub const TTL_MS: Bound = Bound {
+    min: 1,
+    max: 30 * 24 * 3_600_000,
+};
+/// How long a claim may stay pending (`fleet.pending_ttl_ms`, a claim's
+/// `pending_ttl_ms`): up to one day.
+pub const PENDING_TTL_MS: Bound = Bound {
+    min: 1,
+    max: 24 * 3_600_000,
+};
+/// Budget of one store call (`fleet.timeout_ms`): it holds the hook, so it
+/// stays short.
+pub const TIMEOUT_MS: Bound = Bound {
+    min: 1,
+    max: 10_000,
+};
+/// Breaker window and open time (`fleet.breaker_window_ms`,
+/// `fleet.breaker_open_ms`): up to one day.
+pub const BREAKER_MS: Bound = Bound {
+    min: 1,
+    max: 24 * 3_600_000,
+};
+/// How often queued settle operations drain (`fleet.settle_interval_ms`): up
+/// to one minute (a claim stays pending until then).
+pub const SETTLE_INTERVAL_MS: Bound = Bound {
+    min: 1,
+    max: 60_000,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn a_bound_names_its_range_and_the_value() {
+        assert_eq!(RATE.check(1), Ok(()));
+        assert_eq!(RATE.check(1_000_000_000), Ok(()));
+        assert_eq!(
+            RATE.check(1_000_000_001).unwrap_err(),
+            "must be between 1 and 1000000000, got 1000000001"
+        );
+        assert_eq!(
+            BURST.check(0).unwrap_err(),
+            "must be between 1 and 4294967296, got 0"
+        );
+    }
+
+    #[test]
+    fn the_largest_level_and_charge_stay_exact_in_a_double() {
+        let cap = BURST.max * 1_000_000;
+        assert!(cap * 2 < 1 << 53);
+        // Below the drain time, elapsed × rate < level + rate.
+        assert!(cap + RATE.max < 1 << 53);
+        assert!(TTL_MS.max < 1 << 53 && PENDING_TTL_MS.max <= TTL_MS.max);
+    }
+}
