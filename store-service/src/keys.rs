@@ -3,7 +3,7 @@
 
 use ankusa_core::wire::{ChargeKind, Claim};
 
-/// `ankusa:{tenant}:rl:hooks` / `ankusa:{tenant}:rl:bytes`: a GCRA TAT in µs.
+/// `ankusa:{tenant}:rl:hooks` / `ankusa:{tenant}:rl:bytes`: a GCRA bucket, "stamp_us:level".
 pub fn bucket(tenant: &str, kind: ChargeKind) -> String {
     format!("ankusa:{{{tenant}}}:rl:{}", kind.as_str())
 }

@@ -14,7 +14,6 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     let hit: HitRequest = read_json(req, super::MAX_BODY_BYTES, "hit request").await?;
     hit.validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
-    check_exact(&hit)?;
     let answer = within(budget, run(shared, &hit)).await?;
     let result = match &answer {
         HitAnswer::Ok => "ok",
@@ -26,17 +25,6 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     Ok(json(StatusCode::OK, &answer))
 }
 
-fn check_exact(hit: &HitRequest) -> Result<(), StoreError> {
-    for (i, c) in hit.charges.iter().enumerate() {
-        super::check_exact(&format!("charges[{i}].increment_us"), c.increment_us)?;
-        super::check_exact(&format!("charges[{i}].capacity_us"), c.capacity_us)?;
-    }
-    match &hit.claim {
-        Some(claim) => super::check_claim("claim", claim),
-        None => Ok(()),
-    }
-}
-
 async fn run(shared: &Shared, hit: &HitRequest) -> Result<HitAnswer, StoreError> {
     let backend = &shared.backend;
     let mut conn = backend.conn()?;
@@ -46,7 +34,7 @@ async fn run(shared: &Shared, hit: &HitRequest) -> Result<HitAnswer, StoreError>
     }
     call.arg(hit.charges.len());
     for charge in &hit.charges {
-        call.arg(charge.increment_us).arg(charge.capacity_us);
+        call.arg(charge.units).arg(charge.rate).arg(charge.burst);
     }
     if let Some(claim) = &hit.claim {
         call.key(keys::claim(claim));

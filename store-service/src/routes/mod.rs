@@ -147,28 +147,6 @@ pub fn budget(shared: &Shared, req: &Request<Incoming>) -> Result<Duration, Stor
     }
 }
 
-/// Largest number (µs or ms) the store keeps exactly: 2^53 − 1, as Lua's
-/// doubles hold every integer up to it and Redis accepts it as a PX. That is
-/// 285 years in µs; anything larger is a mistake, refused rather than
-/// rounded or rejected by Redis as a 5xx.
-pub const MAX_EXACT: u64 = (1 << 53) - 1;
-
-/// Refuses a number above [`MAX_EXACT`], naming the field.
-pub fn check_exact(field: &str, value: u64) -> Result<(), StoreError> {
-    if value > MAX_EXACT {
-        return Err(StoreError::BadRequest(format!(
-            "{field}: {value} is above {MAX_EXACT}, the largest the store keeps exactly"
-        )));
-    }
-    Ok(())
-}
-
-/// A claim's TTLs go to Redis as PX values.
-pub fn check_claim(field: &str, claim: &ankusa_core::wire::Claim) -> Result<(), StoreError> {
-    check_exact(&format!("{field}.ttl_ms"), claim.ttl_ms)?;
-    check_exact(&format!("{field}.pending_ttl_ms"), claim.pending_ttl_ms)
-}
-
 /// Reads at most `limit` bytes and parses them as `T`, naming `what` in errors.
 pub async fn read_json<T: DeserializeOwned>(
     req: Request<Incoming>,

@@ -1,8 +1,9 @@
 -- One hook's charges and claim in one round trip (preceded by gcra.lua).
 -- KEYS[1..n]: bucket keys; KEYS[n+1]: the claim key, when there is a claim.
--- ARGV[1] = n; ARGV[2i], ARGV[2i+1] = increment_us, capacity_us of bucket i;
--- then, with a claim: hook_id, node, pending_ttl_ms.
--- Order matters: a taken claim spends nothing, a denied charge writes nothing.
+-- ARGV[1] = n; ARGV[3i-1], ARGV[3i], ARGV[3i+1] = units, rate, burst of
+-- bucket i; then, with a claim: hook_id, node, pending_ttl_ms.
+-- A bucket's value is "stamp_us:level" (see gcra.lua).
+-- Order matters: a taken claim spends nothing, a denied charge spends nothing.
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -22,36 +23,50 @@ if claim_key then
   end
 end
 
-local tats = {}
+-- Writes a bucket that is empty `ceil(level / rate)` µs after its stamp; the
+-- key expires then (an absent key and an empty bucket admit alike).
+local function store_bucket(key, stamp, level, rate)
+  local ttl_ms = math.ceil((stamp + ceil_div(level, rate) - now) / 1000)
+  if ttl_ms < 1 then
+    ttl_ms = 1
+  end
+  redis.call('SET', key, string.format('%.0f:%.0f', stamp, level), 'PX', ttl_ms)
+end
+
+local stamps, levels, restamps = {}, {}, {}
 local wait = 0
 for i = 1, n do
   local stored = redis.call('GET', KEYS[i])
-  local tat = nil
+  local stamp, level = nil, nil
   if stored then
-    tat = tonumber(stored)
+    local s, l = string.match(stored, '^(%d+):(%d+)$')
+    stamp, level = tonumber(s), tonumber(l)
   end
-  local admitted, value = gcra_check(tat, now, tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1]))
+  local rate = tonumber(ARGV[3 * i])
+  local admitted, a, b = gcra_check(stamp, level, now, tonumber(ARGV[3 * i - 1]), rate, tonumber(ARGV[3 * i + 1]))
   if admitted then
-    tats[i] = value
-  elseif value > wait then
-    wait = value
+    stamps[i], levels[i] = a, b
+  else
+    if a > wait then
+      wait = a
+    end
+    restamps[i] = b
   end
 end
 if wait > 0 then
+  for i = 1, n do
+    if restamps[i] then
+      store_bucket(KEYS[i], now, restamps[i], tonumber(ARGV[3 * i]))
+    end
+  end
   return {'rate_limited', string.format('%.0f', wait)}
 end
 
 for i = 1, n do
-  -- The bucket is forgotten once its TAT passes: an absent key and a TAT in
-  -- the past admit alike.
-  local ttl_ms = math.ceil((tats[i] - now) / 1000)
-  if ttl_ms < 1 then
-    ttl_ms = 1
-  end
-  redis.call('SET', KEYS[i], string.format('%.0f', tats[i]), 'PX', ttl_ms)
+  store_bucket(KEYS[i], stamps[i], levels[i], tonumber(ARGV[3 * i]))
 end
 if claim_key then
-  local at = 2 * n + 2
+  local at = 3 * n + 2
   redis.call('SET', claim_key, 'p:' .. ARGV[at] .. ':' .. ARGV[at + 1], 'PX', ARGV[at + 2])
 end
 return {'ok'}

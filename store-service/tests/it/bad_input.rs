@@ -32,7 +32,7 @@ fn case(
 
 fn hit_with(f: impl FnOnce(&mut Value)) -> Value {
     let mut body = hit(
-        vec![charge("hooks", "acme", 2_000, 200_000)],
+        vec![charge("hooks", "acme", 1, 500, 100)],
         Some(claim("acme", "d", "h1", 60_000, 30_000)),
     );
     f(&mut body);
@@ -52,30 +52,68 @@ fn cases() -> Vec<Case> {
         case(
             "wrong type",
             "/v1/hit",
-            hit_with(|b| b["charges"][0]["increment_us"] = json!("x")),
+            hit_with(|b| b["charges"][0]["units"] = json!("x")),
             400,
             "invalid type: string \"x\", expected u64",
         ),
         case(
-            "negative increment",
+            "negative units",
             "/v1/hit",
-            hit_with(|b| b["charges"][0]["increment_us"] = json!(-5)),
+            hit_with(|b| b["charges"][0]["units"] = json!(-5)),
             400,
             "invalid value: integer `-5`, expected u64",
         ),
         case(
-            "zero increment",
+            "zero units",
             "/v1/hit",
-            hit_with(|b| b["charges"][0]["increment_us"] = json!(0)),
+            hit_with(|b| b["charges"][0]["units"] = json!(0)),
             400,
-            "charges[0].increment_us: must be greater than 0",
+            "charges[0].units: must be between 1 and 100, got 0",
         ),
         case(
-            "capacity below increment",
+            "units above the burst",
             "/v1/hit",
-            hit_with(|b| b["charges"][0]["capacity_us"] = json!(10)),
+            hit_with(|b| b["charges"][0]["units"] = json!(101)),
             400,
-            "charges[0].capacity_us: 10 is below increment_us 2000",
+            "charges[0].units: must be between 1 and 100, got 101",
+        ),
+        case(
+            "zero rate",
+            "/v1/hit",
+            hit_with(|b| b["charges"][0]["rate"] = json!(0)),
+            400,
+            "charges[0].rate: must be between 1 and 1000000000, got 0",
+        ),
+        case(
+            "rate above the core's limit",
+            "/v1/hit",
+            hit_with(|b| b["charges"][0]["rate"] = json!(1_000_000_001u64)),
+            400,
+            "charges[0].rate: must be between 1 and 1000000000, got 1000000001",
+        ),
+        case(
+            "zero burst",
+            "/v1/hit",
+            hit_with(|b| b["charges"][0]["burst"] = json!(0)),
+            400,
+            "charges[0].burst: must be between 1 and 4294967296, got 0",
+        ),
+        case(
+            "oversized charge: burst and units above the core's limit",
+            "/v1/hit",
+            hit_with(|b| {
+                b["charges"][0]["units"] = json!(1u64 << 60);
+                b["charges"][0]["burst"] = json!(1u64 << 60);
+            }),
+            400,
+            "charges[0].burst: must be between 1 and 4294967296, got 1152921504606846976",
+        ),
+        case(
+            "the old charge shape",
+            "/v1/hit",
+            json!({"charges": [{"kind": "hooks", "tenant": "acme", "increment_us": 2000, "capacity_us": 200000}], "claim": null}),
+            400,
+            "unknown field `capacity_us`",
         ),
         case(
             "empty tenant",
@@ -106,28 +144,39 @@ fn cases() -> Vec<Case> {
             "charges: is empty and there is no claim",
         ),
         case(
-            "increment beyond exact µs",
+            "claim ttl of 2^53 - 1 ms",
             "/v1/hit",
-            hit_with(|b| {
-                b["charges"][0]["increment_us"] = json!(1u64 << 60);
-                b["charges"][0]["capacity_us"] = json!(1u64 << 61);
-            }),
+            hit_with(|b| b["claim"]["ttl_ms"] = json!((1u64 << 53) - 1)),
             400,
-            "charges[0].increment_us: 1152921504606846976 is above 9007199254740991",
+            "claim.ttl_ms: must be between 1 and 2592000000, got 9007199254740991",
         ),
         case(
             "ttl beyond what Redis keeps",
             "/v1/hit",
             hit_with(|b| b["claim"]["ttl_ms"] = json!(u64::MAX)),
             400,
-            "claim.ttl_ms: 18446744073709551615 is above 9007199254740991",
+            "claim.ttl_ms: must be between 1 and 2592000000, got 18446744073709551615",
+        ),
+        case(
+            "pending ttl above a day",
+            "/v1/hit",
+            hit_with(|b| b["claim"]["pending_ttl_ms"] = json!(86_400_001u64)),
+            400,
+            "claim.pending_ttl_ms: must be between 1 and 86400000, got 86400001",
+        ),
+        case(
+            "settle: claim ttl of 2^53 - 1 ms",
+            "/v1/settle",
+            json!({"ops": [{"op": "promote", "hook_id": "h1", "claim": hit_with(|c| c["claim"]["ttl_ms"] = json!((1u64 << 53) - 1))["claim"]}]}),
+            400,
+            "ops[0].claim.ttl_ms: must be between 1 and 2592000000, got 9007199254740991",
         ),
         case(
             "settle: ttl beyond what Redis keeps",
             "/v1/settle",
             json!({"ops": [{"op": "release", "claim": hit_with(|c| c["claim"]["pending_ttl_ms"] = json!(1u64 << 60))["claim"]}]}),
             400,
-            "ops[0].claim.pending_ttl_ms: 1152921504606846976 is above",
+            "ops[0].claim.pending_ttl_ms: must be between 1 and 86400000, got 1152921504606846976",
         ),
         case(
             "settle: unknown op",
@@ -235,6 +284,7 @@ async fn every_client_mistake_is_a_4xx_naming_the_problem() {
 /// `MAX_SETTLE_OPS` operations with every name at its longest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_largest_legal_settle_fits_and_one_op_more_is_refused() {
+    use ankusa_core::limits::{PENDING_TTL_MS, TTL_MS};
     use ankusa_core::wire::{MAX_HOOK_ID_LEN, MAX_KEY_LEN, MAX_NAME_LEN, MAX_SETTLE_OPS};
     let redis = Redis::start();
     let service = Service::ready(&redis.url()).await;
@@ -244,7 +294,7 @@ async fn the_largest_legal_settle_fits_and_one_op_more_is_refused() {
         json!({"op": "promote", "hook_id": long(MAX_HOOK_ID_LEN, i), "claim": {
             "tenant": long(MAX_NAME_LEN, 0), "source_id": long(MAX_NAME_LEN, 0), "key": long(MAX_KEY_LEN, i),
             "hook_id": long(MAX_HOOK_ID_LEN, i), "node": long(MAX_NAME_LEN, 0),
-            "ttl_ms": (1u64 << 53) - 1, "pending_ttl_ms": (1u64 << 53) - 1}})
+            "ttl_ms": TTL_MS.max, "pending_ttl_ms": PENDING_TTL_MS.max}})
     };
     let ops: Vec<Value> = (0..MAX_SETTLE_OPS).map(op).collect();
     let body = json!({ "ops": ops });

@@ -217,8 +217,9 @@ impl Db {
     }
 }
 
-pub fn charge(kind: &str, tenant: &str, increment_us: u64, capacity_us: u64) -> Value {
-    json!({"kind": kind, "tenant": tenant, "increment_us": increment_us, "capacity_us": capacity_us})
+/// `units` against a quota of `rate` per second and `burst` at once.
+pub fn charge(kind: &str, tenant: &str, units: u64, rate: u64, burst: u64) -> Value {
+    json!({"kind": kind, "tenant": tenant, "units": units, "rate": rate, "burst": burst})
 }
 
 pub fn claim(tenant: &str, key: &str, hook_id: &str, ttl_ms: u64, pending_ttl_ms: u64) -> Value {

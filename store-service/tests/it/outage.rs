@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 fn hit_body(key: &str) -> Vec<u8> {
     json!({
-        "charges": [{"kind": "hooks", "tenant": "acme", "increment_us": 1000, "capacity_us": 1_000_000_000u64}],
+        "charges": [{"kind": "hooks", "tenant": "acme", "units": 1, "rate": 1000, "burst": 1_000_000}],
         "claim": {"tenant": "acme", "source_id": "gh", "key": key, "hook_id": "h1", "node": "edge-1",
                   "ttl_ms": 60_000, "pending_ttl_ms": 30_000}
     })

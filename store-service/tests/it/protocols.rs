@@ -15,7 +15,7 @@ async fn answers_cleartext_http2_with_prior_knowledge() {
     let client = Client::builder(TokioExecutor::new())
         .http2_only(true)
         .build_http::<Full<Bytes>>();
-    let body = hit(vec![charge("hooks", "h2", 1_000, 1_000_000)], None).to_string();
+    let body = hit(vec![charge("hooks", "h2", 1, 1_000, 1_000)], None).to_string();
     for _ in 0..3 {
         let req = hyper::Request::post(service.at("/v1/hit"))
             .body(Full::new(Bytes::from(body.clone())))

@@ -71,11 +71,12 @@ async fn ok_writes_both_buckets_and_a_pending_claim(ctx: &Ctx<'_>) {
     let t = "okay";
     let before = ctx.db.now_us();
     let c = claim(t, "delivery-1", "hook-1", 3_600_000, 30_000);
-    // Long increments, so the TTLs stay readable on a loaded machine.
+    // 1 unit/s with charges of 200 and 300 units: the buckets take 200 s and
+    // 300 s to drain, so the TTLs stay readable on a loaded machine.
     let body = hit(
         vec![
-            charge("hooks", t, 200 * SECOND, 1000 * SECOND),
-            charge("bytes", t, 300 * SECOND, 1000 * SECOND),
+            charge("hooks", t, 200, 1, 1000),
+            charge("bytes", t, 300, 1, 1000),
         ],
         Some(c),
     );
@@ -90,24 +91,25 @@ async fn ok_writes_both_buckets_and_a_pending_claim(ctx: &Ctx<'_>) {
             "ankusa:{okay}:rl:hooks"
         ]
     );
-    // An idle bucket's TAT is now + increment, on Redis's clock, and the key lives until it passes.
-    let hooks_tat: u64 = ctx
-        .db
-        .get("ankusa:{okay}:rl:hooks")
-        .parse()
-        .expect("TAT is an integer");
+    // An idle bucket becomes "stamp:level": stamped now on Redis's clock,
+    // holding the charge in micro-units; the key lives until it drains.
+    let bucket = |key: &str| -> (u64, u64) {
+        let value = ctx.db.get(key);
+        let (stamp, level) = value.split_once(':').expect("stamp:level");
+        (
+            stamp.parse().expect("stamp is an integer"),
+            level.parse().expect("level is an integer"),
+        )
+    };
+    let (hooks_stamp, hooks_level) = bucket("ankusa:{okay}:rl:hooks");
     assert!(
-        (before + 200 * SECOND..=after + 200 * SECOND).contains(&hooks_tat),
-        "hooks TAT {hooks_tat}"
+        (before..=after).contains(&hooks_stamp),
+        "hooks stamp {hooks_stamp}"
     );
-    let bytes_tat: u64 = ctx
-        .db
-        .get("ankusa:{okay}:rl:bytes")
-        .parse()
-        .expect("TAT is an integer");
+    assert_eq!(hooks_level, 200 * SECOND, "200 units in micro-units");
     assert_eq!(
-        bytes_tat - hooks_tat,
-        100 * SECOND,
+        bucket("ankusa:{okay}:rl:bytes"),
+        (hooks_stamp, 300 * SECOND),
         "both buckets use the same script clock"
     );
     assert_ttl(
@@ -136,13 +138,13 @@ async fn ok_writes_both_buckets_and_a_pending_claim(ctx: &Ctx<'_>) {
 
 async fn a_taken_claim_spends_no_charge(ctx: &Ctx<'_>) {
     let t = "taken";
-    let charges = || vec![charge("hooks", t, SECOND, 100 * SECOND)];
+    let charges = || vec![charge("hooks", t, 1, 1, 100)];
     let first = claim(t, "d", "hook-a", 3_600_000, 30_000);
     assert_eq!(
         ctx.hit(&hit(charges(), Some(first.clone()))).await["result"],
         "ok"
     );
-    let tat = ctx.db.get("ankusa:{taken}:rl:hooks");
+    let stored = ctx.db.get("ankusa:{taken}:rl:hooks");
 
     // In flight elsewhere: pending with the time left on the pending TTL.
     let answer = ctx
@@ -156,7 +158,7 @@ async fn a_taken_claim_spends_no_charge(ctx: &Ctx<'_>) {
     assert!((25_000..=30_000).contains(&left), "retry_after_ms {left}");
     assert_eq!(
         ctx.db.get("ankusa:{taken}:rl:hooks"),
-        tat,
+        stored,
         "a pending answer spent a charge"
     );
 
@@ -181,18 +183,19 @@ async fn a_taken_claim_spends_no_charge(ctx: &Ctx<'_>) {
     assert_eq!(answer, json!({"result": "duplicate", "hook_id": "hook-a"}));
     assert_eq!(
         ctx.db.get("ankusa:{taken}:rl:hooks"),
-        tat,
+        stored,
         "a duplicate spent a charge"
     );
 }
 
 async fn denied_charge_writes_nothing(ctx: &Ctx<'_>) {
     let t = "denied";
-    let hooks = || charge("hooks", t, 10 * SECOND, 20 * SECOND);
+    // 10 units of a 20 burst at 1/s: two fill it, the third waits 10 s.
+    let hooks = || charge("hooks", t, 10, 1, 20);
     for _ in 0..2 {
         assert_eq!(ctx.hit(&hit(vec![hooks()], None)).await["result"], "ok");
     }
-    let tat = ctx.db.get("ankusa:{denied}:rl:hooks");
+    let stored = ctx.db.get("ankusa:{denied}:rl:hooks");
     let answer = ctx
         .hit(&hit(
             vec![hooks()],
@@ -203,12 +206,12 @@ async fn denied_charge_writes_nothing(ctx: &Ctx<'_>) {
     let wait = answer["retry_after_ms"].as_u64().expect("retry_after_ms");
     assert!(
         (5_000..=10_000).contains(&wait),
-        "retry_after_ms {wait}: one increment (10 s) less the time passed"
+        "retry_after_ms {wait}: one charge (10 s) less the time passed"
     );
     assert_eq!(
         ctx.db.get("ankusa:{denied}:rl:hooks"),
-        tat,
-        "a denied charge moved the TAT"
+        stored,
+        "a denied charge changed the bucket"
     );
     assert!(
         !ctx.db.exists("ankusa:{denied}:claim:gh:d"),
@@ -218,7 +221,7 @@ async fn denied_charge_writes_nothing(ctx: &Ctx<'_>) {
     // All or nothing: the bytes bucket admits, the hooks bucket denies, neither changes.
     let answer = ctx
         .hit(&hit(
-            vec![hooks(), charge("bytes", t, SECOND, 10 * SECOND)],
+            vec![hooks(), charge("bytes", t, 1, 1, 10)],
             None,
         ))
         .await;
@@ -227,7 +230,7 @@ async fn denied_charge_writes_nothing(ctx: &Ctx<'_>) {
         !ctx.db.exists("ankusa:{denied}:rl:bytes"),
         "the admitted charge of a denied hit was written"
     );
-    assert_eq!(ctx.db.get("ankusa:{denied}:rl:hooks"), tat);
+    assert_eq!(ctx.db.get("ankusa:{denied}:rl:hooks"), stored);
 }
 
 async fn release_by_a_non_holder_is_a_no_op(ctx: &Ctx<'_>) {
@@ -283,11 +286,9 @@ async fn promote_after_pending_expiry_commits(ctx: &Ctx<'_>) {
 }
 
 async fn concurrent_hits_against_burst_50_admit_exactly_50(ctx: &Ctx<'_>) {
-    // 1 hook per 10 s: nothing refills while the 200 requests run.
-    let body = hit(
-        vec![charge("hooks", "crowd", 10 * SECOND, 500 * SECOND)],
-        None,
-    );
+    // 10 units of a 500 burst at 1/s: 50 fit, and one more takes 10 s to
+    // refill, longer than the 200 requests run.
+    let body = hit(vec![charge("hooks", "crowd", 10, 1, 500)], None);
     let url = ctx.service.at("/v1/hit");
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..200 {
@@ -307,10 +308,7 @@ async fn concurrent_hits_against_burst_50_admit_exactly_50(ctx: &Ctx<'_>) {
 }
 
 async fn reset_forgets_the_buckets(ctx: &Ctx<'_>) {
-    let body = hit(
-        vec![charge("hooks", "crowd", 10 * SECOND, 500 * SECOND)],
-        None,
-    );
+    let body = hit(vec![charge("hooks", "crowd", 10, 1, 500)], None);
     assert_eq!(ctx.hit(&body).await["result"], "rate_limited");
     let (status, answer) = ctx
         .http
