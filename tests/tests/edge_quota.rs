@@ -80,6 +80,7 @@ fn push(edge: &Edge) -> (u64, f64) {
 
 fn assert_rate_as_written(admitted: u64, elapsed: f64, edge: &Edge) {
     let bound = BURST as f64 + RATE as f64 * elapsed;
+    eprintln!("{admitted} B admitted in {elapsed:.3} s (bound {bound:.0})");
     // 1 000 000 B/s (the old arithmetic) would admit 3 600 000 B in 3 s;
     // this bound is 2 400 000 B.
     assert!(
