@@ -24,8 +24,13 @@
 //! ```
 //!
 //! `since` is when the breaker opened (Open) or the probe was issued (Probing).
+//!
+//! Wall-clock steps: a `since` more than `open_ms` ahead of now was stamped by
+//! a clock that has since stepped back, and is due (see [`crate::clock`]);
+//! window sub-buckets stamped with a future epoch read as empty.
 
 use crate::cas::CasStore;
+use crate::clock;
 use crate::config::BreakerPolicy;
 
 /// Sub-buckets in the sliding window: finer would cost bytes copied on every
@@ -189,6 +194,19 @@ impl<'s, S: CasStore> Breaker<'s, S> {
         self.policy.open_ms.saturating_mul(1_000)
     }
 
+    /// Whether an Open or Probing breaker stamped `since_us` is due a probe:
+    /// `open_ms` has passed, or `since_us` lies more than `open_ms` ahead (the
+    /// clock stepped back; waiting for it would hold the breaker open for the
+    /// length of the step).
+    fn due(&self, since_us: u64, now_us: u64) -> bool {
+        let open = self.open_us();
+        clock::reached(
+            since_us.saturating_add(open),
+            now_us,
+            open.saturating_mul(2),
+        )
+    }
+
     /// µs per sub-bucket, at least 1.
     fn width_us(&self) -> u64 {
         (self.policy.window_ms.saturating_mul(1_000) / BUCKETS as u64).max(1)
@@ -238,7 +256,7 @@ impl<'s, S: CasStore> Breaker<'s, S> {
             if record.state == BreakerState::Closed {
                 return CallPermit::Call;
             }
-            if now_us < record.since_us.saturating_add(self.open_us()) {
+            if !self.due(record.since_us, now_us) {
                 return CallPermit::Skip;
             }
             let probing = Record {
@@ -318,9 +336,7 @@ impl<'s, S: CasStore> Breaker<'s, S> {
     pub fn state(&self, now_us: u64) -> BreakerState {
         let record = Record::decode(&self.store.get(&self.key).0);
         match record.state {
-            BreakerState::Probing if now_us >= record.since_us.saturating_add(self.open_us()) => {
-                BreakerState::Open
-            }
+            BreakerState::Probing if self.due(record.since_us, now_us) => BreakerState::Open,
             state => state,
         }
     }
@@ -527,6 +543,56 @@ mod tests {
         assert_eq!(b.state(first + 500 * MS), BreakerState::Open);
         assert_eq!(b.admit_call(first + 500 * MS), CallPermit::Probe);
         assert_eq!(b.admit_call(first + 500 * MS), CallPermit::Skip);
+    }
+
+    #[test]
+    fn a_backward_clock_step_does_not_hold_the_breaker_open() {
+        let store = store();
+        let b = opened(&store);
+        // A worker a little behind the one that opened it still waits.
+        assert_eq!(b.admit_call(T0 - 400 * MS), CallPermit::Skip);
+        assert_eq!(b.state(T0 - 400 * MS), BreakerState::Open);
+        // The clock steps back ten minutes: `since` is stale, a probe goes now.
+        let back = T0 - 600_000 * MS;
+        assert_eq!(b.admit_call(back), CallPermit::Probe);
+        assert_eq!(b.admit_call(back), CallPermit::Skip);
+        assert_eq!(b.state(back), BreakerState::Probing);
+        assert_eq!(
+            b.record(back, CallPermit::Probe, true),
+            Some(Transition::Closed)
+        );
+        assert_eq!(b.admit_call(back), CallPermit::Call);
+    }
+
+    #[test]
+    fn a_probe_stamped_before_a_backward_step_is_reissued_at_once() {
+        let store = store();
+        let b = opened(&store);
+        assert_eq!(b.admit_call(T0 + 500 * MS), CallPermit::Probe);
+        let back = T0 - 600_000 * MS;
+        assert_eq!(b.state(back), BreakerState::Open);
+        assert_eq!(b.admit_call(back), CallPermit::Probe);
+    }
+
+    #[test]
+    fn a_forward_clock_step_makes_the_probe_due() {
+        let store = store();
+        let b = opened(&store);
+        assert_eq!(b.admit_call(T0 + 3_600_000 * MS), CallPermit::Probe);
+    }
+
+    #[test]
+    fn window_buckets_from_before_a_backward_step_read_as_empty() {
+        let store = store();
+        let b = Breaker::new(&store, KEY, policy());
+        // Three failures stamped an hour ahead of the clock after the step.
+        feed(&b, T0 + 3_600_000 * MS, 3, false);
+        // They are in no window of the stepped-back clock: one more failure
+        // is one call, below min_calls.
+        assert_eq!(feed(&b, T0, 1, false), None);
+        assert_eq!(b.state(T0), BreakerState::Closed);
+        assert_eq!(feed(&b, T0, 2, false), None);
+        assert!(feed(&b, T0, 1, false).is_some());
     }
 
     #[test]

@@ -199,7 +199,11 @@ impl BreakerPolicy {
             ));
         }
         at_least("fleet.breaker_min_calls", u64::from(self.min_calls), 1)?;
-        bound("fleet.breaker_window_ms", limits::BREAKER_MS, self.window_ms)?;
+        bound(
+            "fleet.breaker_window_ms",
+            limits::BREAKER_MS,
+            self.window_ms,
+        )?;
         bound("fleet.breaker_open_ms", limits::BREAKER_MS, self.open_ms)
     }
 }
@@ -262,7 +266,11 @@ impl Config {
             if let Some(tenant) = &source.tenant {
                 check_id(&format!("sources.{id}.tenant"), tenant, "tenant name")?;
             }
-            bound(&format!("sources.{id}.ttl_ms"), limits::TTL_MS, source.ttl_ms)?;
+            bound(
+                &format!("sources.{id}.ttl_ms"),
+                limits::TTL_MS,
+                source.ttl_ms,
+            )?;
         }
         check_limits("rate_limits.default", &self.rate_limits.default)?;
         for (tenant, limits) in &self.rate_limits.tenants {

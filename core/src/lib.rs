@@ -9,6 +9,7 @@
 //! - [`gcra`]: the rate-limit arithmetic.
 //! - [`limits`]: every numeric bound, shared by config and wire validation.
 //! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data.
+//! - [`clock`]: deadlines in shared data that survive a wall-clock step.
 //! - [`node_buckets`]: node-scope GCRA buckets in a bounded ring of shared-data keys.
 //! - [`breaker`]: the node-wide fleet breaker (closed, open, probing) in one shared-data value.
 //! - [`config`]: the plugin configuration, parsed and validated.
@@ -18,11 +19,12 @@
 
 pub mod breaker;
 pub mod cas;
+pub mod clock;
 pub mod config;
 pub mod event_key;
 pub mod gcra;
-pub mod limits;
 pub mod hook_id;
+pub mod limits;
 pub mod node_buckets;
 pub mod route;
 pub mod wire;

@@ -688,6 +688,42 @@ mod tests {
     }
 
     #[test]
+    fn a_backward_clock_step_does_not_refuse_a_tenant_for_its_length() {
+        let store = MapStore::new();
+        let nb = ready(&store, 16);
+        for _ in 0..5 {
+            assert_eq!(nb.charge("acme", NOW, &[hooks(5)]), NodeVerdict::Admit);
+        }
+        // The node's clock steps back ten minutes: the full bucket drains from
+        // the new now, so the next hook waits one interval, not ten minutes.
+        let back = NOW - 600_000_000;
+        assert_eq!(
+            nb.charge("acme", back, &[hooks(5)]),
+            NodeVerdict::RateLimited { retry_after_us: T }
+        );
+        assert_eq!(
+            nb.charge("acme", back + T - 1, &[hooks(5)]),
+            NodeVerdict::RateLimited { retry_after_us: 1 }
+        );
+        assert_eq!(nb.charge("acme", back + T, &[hooks(5)]), NodeVerdict::Admit);
+        // And the level was kept: no second burst.
+        assert!(matches!(
+            nb.charge("acme", back + T, &[hooks(5)]),
+            NodeVerdict::RateLimited { .. }
+        ));
+    }
+
+    #[test]
+    fn a_forward_clock_step_drains_the_bucket_and_frees_the_slot() {
+        let store = MapStore::new();
+        let nb = ready(&store, 1);
+        assert_eq!(nb.charge("acme", NOW, &[hooks(1)]), NodeVerdict::Admit);
+        let later = NOW + 600_000_000;
+        assert_eq!(nb.charge("globex", later, &[hooks(1)]), NodeVerdict::Admit);
+        assert_eq!(held(&store, "rl:0").0, b"globex");
+    }
+
+    #[test]
     fn reset_clears_only_that_tenant() {
         let store = MapStore::new();
         let nb = ready(&store, 1);

@@ -178,7 +178,9 @@ fn check_name(field: &str, value: &str) -> Result<(), WireError> {
 }
 
 fn check_bound(field: &str, bound: Bound, value: u64) -> Result<(), WireError> {
-    bound.check(value).map_err(|problem| invalid(field, problem))
+    bound
+        .check(value)
+        .map_err(|problem| invalid(field, problem))
 }
 
 impl Charge {

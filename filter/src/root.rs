@@ -86,10 +86,11 @@ impl Runtime {
         }
     }
 
-    /// Logs `why` at most once a minute node-wide (`now`: ms since the epoch).
+    /// Logs `why` at most once a minute node-wide (`now`: ms since the epoch);
+    /// a stamp in the future (the clock stepped back) warns at once.
     pub fn warn_degraded(&self, why: &str, now: u64) {
         let won = crate::shared::update_u64(&HOST, WARNED_KEY, |last| {
-            (now.saturating_sub(last) >= 60_000).then_some(now)
+            ankusa_core::clock::every_due(last, now, 60_000).then_some(now)
         });
         if matches!(won, Some(Ok(_))) {
             log::warn!("ankusa: fleet limiter degraded, answering from this node alone: {why}");

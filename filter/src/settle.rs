@@ -57,9 +57,11 @@ pub fn release_places(store: &impl CasStore, n: u64) -> u64 {
 }
 
 /// Whether a batch may leave now; if so, the lease moves `interval_ms` ahead.
+/// A lease further ahead than that is stale (the clock stepped back) and is
+/// taken: see `ankusa_core::clock::lease_due`.
 pub fn take_lease(store: &impl CasStore, now_ms: u64, interval_ms: u64) -> bool {
     let (next, version) = read_u64(store, LEASE_KEY);
-    now_ms >= next
+    ankusa_core::clock::lease_due(next, now_ms, interval_ms)
         && store.compare_and_set(LEASE_KEY, &(now_ms + interval_ms).to_le_bytes(), version)
 }
 
@@ -173,6 +175,18 @@ mod tests {
             "a second worker in the same interval waits"
         );
         assert!(take_lease(&s, 1_050, 50));
+    }
+
+    #[test]
+    fn a_backward_clock_step_does_not_stop_the_drain() {
+        let s = store();
+        assert!(take_lease(&s, 3_600_000, 50));
+        // A worker a little behind still waits for the interval.
+        assert!(!take_lease(&s, 3_599_990, 50));
+        // The clock steps back an hour: the lease is stale and taken.
+        assert!(take_lease(&s, 10, 50));
+        assert!(!take_lease(&s, 20, 50));
+        assert!(take_lease(&s, 60, 50));
     }
 
     #[test]

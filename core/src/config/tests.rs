@@ -193,7 +193,10 @@ fn validate_checks_sources_and_node() {
     c.node = Some("edge-1.eu".into());
     assert_eq!(c.validate(), Ok(()));
     c.sources.get_mut("gh").unwrap().ttl_ms = 0;
-    assert_eq!(err(&c), "sources.gh.ttl_ms: must be between 1 and 2592000000, got 0");
+    assert_eq!(
+        err(&c),
+        "sources.gh.ttl_ms: must be between 1 and 2592000000, got 0"
+    );
     c.sources.clear();
     assert_eq!(err(&c), "sources: must name at least one source");
 }

@@ -90,7 +90,10 @@ fn rates_above_a_million_per_second_are_not_capped() {
 
 #[test]
 fn check_all_is_all_or_nothing_and_reports_the_longest_wait() {
-    let q = Quota { rate: 100, burst: 5 };
+    let q = Quota {
+        rate: 100,
+        burst: 5,
+    };
     let c = |units| q.charge(ChargeKind::Hooks, "acme", units).unwrap().unwrap();
     let full = Some(Bucket {
         stamp_us: NOW,
@@ -119,7 +122,10 @@ fn quota_charges_carry_what_the_user_wrote() {
         rate: 600_000,
         burst: 600_000,
     };
-    let c = q.charge(ChargeKind::Bytes, "acme", 100_000).unwrap().unwrap();
+    let c = q
+        .charge(ChargeKind::Bytes, "acme", 100_000)
+        .unwrap()
+        .unwrap();
     assert_eq!((c.units, c.rate, c.burst), (100_000, 600_000, 600_000));
 }
 
@@ -241,8 +247,14 @@ fn a_stamp_slightly_ahead_gives_an_exact_wait_from_it() {
     });
     let w = wait(check(b, NOW, 1, rate, burst));
     assert_eq!(w, 500 + 10_000);
-    assert!(matches!(check(b, NOW + w, 1, rate, burst), Verdict::Admit { .. }));
-    assert!(matches!(check(b, NOW + w - 1, 1, rate, burst), Verdict::Deny { .. }));
+    assert!(matches!(
+        check(b, NOW + w, 1, rate, burst),
+        Verdict::Admit { .. }
+    ));
+    assert!(matches!(
+        check(b, NOW + w - 1, 1, rate, burst),
+        Verdict::Deny { .. }
+    ));
 }
 
 /// The properties of `core/tests/proptests.rs` on a few fixed cases, so they

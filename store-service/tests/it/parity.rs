@@ -47,28 +47,120 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     let now = 1_796_000_000_000_000;
-    let full = |burst: u64| Some(Bucket {
-        stamp_us: now,
-        level: burst * MICRO,
-    });
+    let full = |burst: u64| {
+        Some(Bucket {
+            stamp_us: now,
+            level: burst * MICRO,
+        })
+    };
     let top = (limits::RATE.max, limits::BURST.max);
     let mut out = vec![
-        Case { bucket: None, now, units: 1, rate: 1, burst: 1 },
-        Case { bucket: full(5), now, units: 1, rate: 100, burst: 5 },
-        Case { bucket: full(5), now: now + 9_999, units: 1, rate: 100, burst: 5 },
-        Case { bucket: full(5), now: now + 10_000, units: 1, rate: 100, burst: 5 },
+        Case {
+            bucket: None,
+            now,
+            units: 1,
+            rate: 1,
+            burst: 1,
+        },
+        Case {
+            bucket: full(5),
+            now,
+            units: 1,
+            rate: 100,
+            burst: 5,
+        },
+        Case {
+            bucket: full(5),
+            now: now + 9_999,
+            units: 1,
+            rate: 100,
+            burst: 5,
+        },
+        Case {
+            bucket: full(5),
+            now: now + 10_000,
+            units: 1,
+            rate: 100,
+            burst: 5,
+        },
         // 600 000 B/s: one 100 000-byte body drains in 166 667 µs, not 100 000.
-        Case { bucket: full(600_000), now: now + 166_666, units: 100_000, rate: 600_000, burst: 600_000 },
-        Case { bucket: full(600_000), now: now + 166_667, units: 100_000, rate: 600_000, burst: 600_000 },
+        Case {
+            bucket: full(600_000),
+            now: now + 166_666,
+            units: 100_000,
+            rate: 600_000,
+            burst: 600_000,
+        },
+        Case {
+            bucket: full(600_000),
+            now: now + 166_667,
+            units: 100_000,
+            rate: 600_000,
+            burst: 600_000,
+        },
         // The largest values the core's limits allow.
-        Case { bucket: full(top.1), now, units: top.1, rate: top.0, burst: top.1 },
-        Case { bucket: full(top.1), now: now + 4_294_968, units: top.1, rate: top.0, burst: top.1 },
-        Case { bucket: full(top.1), now: now + 1, units: 1, rate: 1, burst: top.1 },
+        Case {
+            bucket: full(top.1),
+            now,
+            units: top.1,
+            rate: top.0,
+            burst: top.1,
+        },
+        Case {
+            bucket: full(top.1),
+            now: now + 4_294_968,
+            units: top.1,
+            rate: top.0,
+            burst: top.1,
+        },
+        Case {
+            bucket: full(top.1),
+            now: now + 1,
+            units: 1,
+            rate: 1,
+            burst: top.1,
+        },
         // A level above the capacity (a lowered limit) and stamps ahead of now.
-        Case { bucket: Some(Bucket { stamp_us: now, level: 2 * top.1 * MICRO }), now, units: 1, rate: 7, burst: 3 },
-        Case { bucket: Some(Bucket { stamp_us: now + 1_000_000, level: 3 * MICRO }), now, units: 1, rate: 7, burst: 3 },
-        Case { bucket: Some(Bucket { stamp_us: now + 1_000_001, level: 3 * MICRO }), now, units: 1, rate: 7, burst: 3 },
-        Case { bucket: Some(Bucket { stamp_us: now + 3_600_000_000, level: MICRO }), now, units: 1, rate: 7, burst: 3 },
+        Case {
+            bucket: Some(Bucket {
+                stamp_us: now,
+                level: 2 * top.1 * MICRO,
+            }),
+            now,
+            units: 1,
+            rate: 7,
+            burst: 3,
+        },
+        Case {
+            bucket: Some(Bucket {
+                stamp_us: now + 1_000_000,
+                level: 3 * MICRO,
+            }),
+            now,
+            units: 1,
+            rate: 7,
+            burst: 3,
+        },
+        Case {
+            bucket: Some(Bucket {
+                stamp_us: now + 1_000_001,
+                level: 3 * MICRO,
+            }),
+            now,
+            units: 1,
+            rate: 7,
+            burst: 3,
+        },
+        Case {
+            bucket: Some(Bucket {
+                stamp_us: now + 3_600_000_000,
+                level: MICRO,
+            }),
+            now,
+            units: 1,
+            rate: 7,
+            burst: 3,
+        },
     ];
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for _ in 0..4000 {
@@ -84,11 +176,26 @@ fn cases() -> Vec<Case> {
         let drain = level.div_ceil(rate);
         let bucket = match rng.below(6) {
             0 => None,
-            1 => Some(Bucket { stamp_us: now.saturating_sub(rng.below(drain + 2)), level }),
-            2 => Some(Bucket { stamp_us: now + rng.below(2_000_000), level }),
-            _ => Some(Bucket { stamp_us: now - rng.below(10_000_000), level }),
+            1 => Some(Bucket {
+                stamp_us: now.saturating_sub(rng.below(drain + 2)),
+                level,
+            }),
+            2 => Some(Bucket {
+                stamp_us: now + rng.below(2_000_000),
+                level,
+            }),
+            _ => Some(Bucket {
+                stamp_us: now - rng.below(10_000_000),
+                level,
+            }),
         };
-        out.push(Case { bucket, now, units, rate, burst });
+        out.push(Case {
+            bucket,
+            now,
+            units,
+            rate,
+            burst,
+        });
     }
     out
 }
@@ -104,7 +211,12 @@ async fn lua_gcra_matches_the_core_on_the_same_inputs() {
     let cases = cases();
     let mut pipe = redis::pipe();
     for c in &cases {
-        let text = |f: fn(&Bucket) -> u64| c.bucket.as_ref().map(|b| f(b).to_string()).unwrap_or_default();
+        let text = |f: fn(&Bucket) -> u64| {
+            c.bucket
+                .as_ref()
+                .map(|b| f(b).to_string())
+                .unwrap_or_default()
+        };
         pipe.cmd("EVAL")
             .arg(format!("{GCRA_LUA}\n{HARNESS}"))
             .arg(0)
@@ -154,5 +266,8 @@ async fn lua_gcra_matches_the_core_on_the_same_inputs() {
         admits > 100 && admits < cases.len() - 100,
         "the cases exercise both verdicts ({admits} admits)"
     );
-    assert!(restamps > 10, "the cases exercise stale stamps ({restamps})");
+    assert!(
+        restamps > 10,
+        "the cases exercise stale stamps ({restamps})"
+    );
 }

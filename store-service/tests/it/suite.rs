@@ -220,10 +220,7 @@ async fn denied_charge_writes_nothing(ctx: &Ctx<'_>) {
 
     // All or nothing: the bytes bucket admits, the hooks bucket denies, neither changes.
     let answer = ctx
-        .hit(&hit(
-            vec![hooks(), charge("bytes", t, 1, 1, 10)],
-            None,
-        ))
+        .hit(&hit(vec![hooks(), charge("bytes", t, 1, 1, 10)], None))
         .await;
     assert_eq!(answer["result"], "rate_limited", "{answer}");
     assert!(
