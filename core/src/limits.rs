@@ -69,6 +69,13 @@ pub const SETTLE_INTERVAL_MS: Bound = Bound {
     max: 60_000,
 };
 
+// Checked when the crate compiles: the largest level plus the largest charge,
+// and a level plus one µs of drain below the drain time, stay exact in a
+// double; TTLs are exact PX values.
+const _: () = assert!(BURST.max * 1_000_000 * 2 < 1 << 53);
+const _: () = assert!(BURST.max * 1_000_000 + RATE.max < 1 << 53);
+const _: () = assert!(TTL_MS.max < 1 << 53 && PENDING_TTL_MS.max <= TTL_MS.max);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,14 +94,5 @@ mod tests {
             BURST.check(0).unwrap_err(),
             "must be between 1 and 4294967296, got 0"
         );
-    }
-
-    #[test]
-    fn the_largest_level_and_charge_stay_exact_in_a_double() {
-        let cap = BURST.max * 1_000_000;
-        assert!(cap * 2 < 1 << 53);
-        // Below the drain time, elapsed × rate < level + rate.
-        assert!(cap + RATE.max < 1 << 53);
-        assert!(TTL_MS.max < 1 << 53 && PENDING_TTL_MS.max <= TTL_MS.max);
     }
 }
