@@ -47,7 +47,7 @@ echo "machine: $(nproc) cores; $CLIENTS clients, ${SECONDS_RUN}s; Redis $(redis-
 # The same work as the redis-benchmark run below: one bucket that always
 # admits, and a fresh claim key per hit ({i} is load's request counter). A hit
 # counts only if the store admitted it.
-HIT='{"charges":[{"kind":"hooks","tenant":"bench","increment_us":1,"capacity_us":1000000000000000}],"claim":{"tenant":"bench","source_id":"gh","key":"k{i}","hook_id":"h{i}","node":"bench","ttl_ms":60000,"pending_ttl_ms":30000}}'
+HIT='{"charges":[{"kind":"hooks","tenant":"bench","units":1,"rate":1000000000,"burst":4294967296}],"claim":{"tenant":"bench","source_id":"gh","key":"k{i}","hook_id":"h{i}","node":"bench","ttl_ms":60000,"pending_ttl_ms":30000}}'
 STORE_LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT/v1/hit" \
   --header content-type:application/json --body "$HIT" --expect-body '{"result":"ok"' \
   --clients "$CLIENTS" --seconds "$SECONDS_RUN")
@@ -59,7 +59,7 @@ SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$("$TARGET_DIR/release/store-bench
 REQUESTS=$(( STORE_RPS > 0 ? STORE_RPS * SECONDS_RUN * 2 : 100000 ))
 CSV=$(redis-benchmark -p "$REDIS_PORT" -c "$CLIENTS" -n "$REQUESTS" -r 100000000 --csv \
   EVALSHA "$SHA" 2 'ankusa:{bench}:rl:hooks' 'ankusa:{bench}:claim:gh:__rand_int__' \
-  1 1 1000000000000000 h1 bench 30000 | tail -1)
+  1 1 1000000000 4294967296 h1 bench 30000 | tail -1)
 # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
 REDIS_RPS=$(awk -F'","' '{print $2}' <<<"$CSV")
 REDIS_P50=$(awk -F'","' '{print $5}' <<<"$CSV")
