@@ -15,8 +15,8 @@ use crate::wire::{self, MAX_SETTLE_OPS};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Longest source id or tenant name (bytes).
-pub const MAX_ID_LEN: usize = 64;
+/// Longest source id or tenant name (bytes): the wire's name bound.
+pub const MAX_ID_LEN: usize = limits::MAX_NAME_LEN;
 /// Default `sources.*.ttl_ms`: 72 h, covering Stripe's 3-day and Shopify's retry schedules.
 pub const DEFAULT_TTL_MS: u64 = 259_200_000;
 /// Default `max_body_bytes` (1 MiB, Envoy's default connection buffer).

@@ -69,6 +69,18 @@ pub const SETTLE_INTERVAL_MS: Bound = Bound {
     max: 60_000,
 };
 
+/// Longest tenant name, source id or node id (bytes), in the config and on
+/// the wire.
+pub const MAX_NAME_LEN: usize = 64;
+/// Longest event key on the wire (bytes); longer keys are hashed by the filter
+/// before they are sent (see [`crate::event_key`]).
+pub const MAX_KEY_LEN: usize = 200;
+/// Longest hook id on the wire (bytes).
+pub const MAX_HOOK_ID_LEN: usize = 64;
+/// Most operations one settle request may carry, and so the largest
+/// `fleet.settle_batch_max`.
+pub const MAX_SETTLE_OPS: usize = 10_000;
+
 // Checked when the crate compiles: the largest level plus the largest charge,
 // and a level plus one µs of drain below the drain time, stay exact in a
 // double; TTLs are exact PX values.

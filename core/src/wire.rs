@@ -13,15 +13,8 @@ use std::fmt;
 /// Request header carrying the caller's remaining budget in whole ms.
 pub const BUDGET_HEADER: &str = "x-ankusa-budget-ms";
 
-/// Longest tenant name, source id or node id accepted on the wire (bytes).
-pub const MAX_NAME_LEN: usize = 64;
-/// Longest event key accepted on the wire (bytes); longer keys are hashed by
-/// the filter before they are sent (see [`crate::event_key`]).
-pub const MAX_KEY_LEN: usize = 200;
-/// Longest hook id accepted on the wire (bytes).
-pub const MAX_HOOK_ID_LEN: usize = 64;
-/// Most operations one settle request may carry.
-pub const MAX_SETTLE_OPS: usize = 10_000;
+/// The wire's length and count bounds, from [`crate::limits`].
+pub use crate::limits::{MAX_HOOK_ID_LEN, MAX_KEY_LEN, MAX_NAME_LEN, MAX_SETTLE_OPS};
 
 /// Which bucket of a tenant a charge draws on.
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Hash, Debug)]
