@@ -196,6 +196,45 @@ proptest! {
 }
 
 proptest! {
+    /// Two workers of one node, one reading the clock up to 1 s behind the
+    /// other (or a clock that stepped back by as much): the bucket never
+    /// drains a µs twice, so over any window of true time the admitted units
+    /// stay within `burst + rate × (elapsed + skew)`.
+    #[test]
+    fn workers_with_skewed_clocks_never_admit_more_than_the_skew_allows(
+        (q, body, gaps) in quota_and_body()
+            .prop_flat_map(|(q, b)| (Just(q), Just(b), gaps(body_time(q, b)))),
+        skew in 0u64..=1_000_000,
+        behind in prop::collection::vec(any::<bool>(), 150),
+    ) {
+        let store = MapStore::new();
+        let nb = ring(&store, 4);
+        let c = [charge(ChargeKind::Bytes, q, body)];
+        let mut now = START;
+        let mut admits = Vec::new();
+        for (gap, late) in gaps.into_iter().zip(behind) {
+            now += gap;
+            let clock = if late { now - skew } else { now };
+            if nb.charge("acme", clock, &c) == NodeVerdict::Admit {
+                admits.push(now);
+            }
+        }
+        for i in 0..admits.len() {
+            for j in i..admits.len() {
+                let units = u128::from((j - i + 1) as u64) * u128::from(body);
+                let elapsed = u128::from(admits[j] - admits[i] + skew);
+                let bound = u128::from(q.burst) * 1_000_000 + u128::from(q.rate) * elapsed;
+                prop_assert!(
+                    units * 1_000_000 <= bound,
+                    "{} units in {} µs of true time with skew {}",
+                    units, admits[j] - admits[i], skew
+                );
+            }
+        }
+    }
+}
+
+proptest! {
     // Many cases: the interesting run (every slot live, a tenant shares its
     // home slot, then moves to a slot that just went idle) is a narrow one.
     #![proptest_config(ProptestConfig::with_cases(1_000))]
