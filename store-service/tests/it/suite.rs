@@ -41,6 +41,7 @@ async fn run(db: Db) {
     ok_writes_both_buckets_and_a_pending_claim(&ctx).await;
     a_taken_claim_spends_no_charge(&ctx).await;
     denied_charge_writes_nothing(&ctx).await;
+    a_bucket_from_before_a_clock_step_is_restamped_not_held(&ctx).await;
     release_by_a_non_holder_is_a_no_op(&ctx).await;
     promote_after_pending_expiry_commits(&ctx).await;
     concurrent_hits_against_burst_50_admit_exactly_50(&ctx).await;
@@ -228,6 +229,39 @@ async fn denied_charge_writes_nothing(ctx: &Ctx<'_>) {
         "the admitted charge of a denied hit was written"
     );
     assert_eq!(ctx.db.get("ankusa:{denied}:rl:hooks"), stored);
+}
+
+async fn a_bucket_from_before_a_clock_step_is_restamped_not_held(ctx: &Ctx<'_>) {
+    let key = "ankusa:{stepped}:rl:hooks";
+    let hooks = || hit(vec![charge("hooks", "stepped", 1, 1, 5)], None);
+    // A full bucket (burst 5) stamped an hour ahead: Redis's clock stepped back.
+    let ahead = ctx.db.now_us() + 3_600 * SECOND;
+    ctx.db
+        .cli(&["SET", key, &format!("{ahead}:{}", 5 * SECOND)]);
+    let before = ctx.db.now_us();
+    let answer = ctx.hit(&hooks()).await;
+    let after = ctx.db.now_us();
+    assert_eq!(answer["result"], "rate_limited", "{answer}");
+    let wait = answer["retry_after_ms"].as_u64().expect("retry_after_ms");
+    assert!(
+        (1..=1_000).contains(&wait),
+        "retry_after_ms {wait}: one unit at 1/s, not the hour of the step"
+    );
+    // The denial spent nothing but restamped the bucket at now, level kept.
+    let value = ctx.db.get(key);
+    let (stamp, level) = value.split_once(':').expect("stamp:level");
+    let stamp: u64 = stamp.parse().expect("stamp");
+    assert!((before..=after).contains(&stamp), "restamped at {stamp}");
+    assert_eq!(level, (5 * SECOND).to_string());
+    assert_ttl("restamped bucket", ctx.db.pttl(key), 5_000, 5_000);
+
+    // A level far above the capacity (a lowered limit) counts as full, no more.
+    let now = ctx.db.now_us();
+    ctx.db.cli(&["SET", key, &format!("{now}:{}", 1u64 << 52)]);
+    let answer = ctx.hit(&hooks()).await;
+    assert_eq!(answer["result"], "rate_limited", "{answer}");
+    let wait = answer["retry_after_ms"].as_u64().expect("retry_after_ms");
+    assert!((1..=1_000).contains(&wait), "retry_after_ms {wait}");
 }
 
 async fn release_by_a_non_holder_is_a_no_op(ctx: &Ctx<'_>) {
