@@ -125,6 +125,29 @@ impl std::fmt::Display for CallFailure {
     }
 }
 
+impl CallFailure {
+    /// Whether the call left this edge, so the store may have run it (and
+    /// written the claim) after the edge stopped waiting: a late answer, a
+    /// reset, a status or a garbled body all say nothing about whether the
+    /// script ran. Only a dispatch the host refused never reached the store.
+    pub fn was_sent(&self) -> bool {
+        !matches!(self, CallFailure::Dispatch)
+    }
+}
+
+/// The claim a hook holds after its store call failed: the one it sent, if
+/// the call was sent, so that a claim the store wrote late is settled like
+/// any other (promoted once the upstream stores the hook, released
+/// otherwise) instead of standing pending for `pending_ttl_ms`. Releasing a
+/// claim that was never written is a no-op; promoting one commits a key the
+/// upstream has just stored.
+pub fn claim_after_failure(plan: &Plan, failure: &CallFailure) -> Option<Claim> {
+    if !failure.was_sent() {
+        return None;
+    }
+    plan.fleet.as_ref().and_then(|r| r.claim.clone())
+}
+
 /// The store's answer from the callout's `:status` and body.
 pub fn parse_answer(status: Option<&str>, body: Option<&[u8]>) -> Result<HitAnswer, CallFailure> {
     match status {
