@@ -196,7 +196,7 @@ impl Hook {
         facts.event_key = source
             .dedupe
             .as_ref()
-            .and_then(|rule| rule.extract(|name| headers.get(name), body));
+            .and_then(|rule| rule.extract(|name| headers.bytes(name), body));
         if rt
             .config
             .rate_limits
