@@ -92,7 +92,7 @@ impl DedupeRule {
                 }
                 match value {
                     Value::String(s) => normalize_key(s),
-                    Value::Number(n) if n.is_i64() || n.is_u64() => normalize_key(&n.to_string()),
+                    Value::Number(n) if n.is_i64() || n.is_u64() => normalize_key(n.to_string()),
                     _ => None,
                 }
             }
@@ -284,7 +284,7 @@ mod tests {
     #[test]
     fn hashing_is_sha256_of_the_utf8_bytes() {
         // sha256("a" × 201), computed independently with `printf 'a%.0s' {1..201} | sha256sum`.
-        let hashed = normalize_key(&"a".repeat(201)).unwrap();
+        let hashed = normalize_key("a".repeat(201)).unwrap();
         assert_eq!(
             hashed,
             "sha256:a92efd82109373e58f9a2056dee01e807e216ce6075f7051207c0a9f7d666e50"
