@@ -197,6 +197,10 @@ fn a_call_never_sent_or_without_a_claim_holds_none() {
         claim_after_failure(&with_claim, &CallFailure::Dispatch),
         None
     );
+    assert_eq!(
+        claim_after_failure(&with_claim, &CallFailure::Unreached),
+        None
+    );
     let no_key = plan(&config("fleet", "fleet", false), "edge-1", &hook(None, 0)).unwrap();
     assert!(no_key.fleet.is_some(), "the charges still go to the store");
     assert_eq!(claim_after_failure(&no_key, &CallFailure::NoStatus), None);
@@ -209,5 +213,44 @@ fn a_call_never_sent_or_without_a_claim_holds_none() {
     assert_eq!(
         claim_after_failure(&node_dedupe, &CallFailure::NoStatus),
         None
+    );
+}
+
+#[test]
+fn envoys_connect_failures_are_unreached_and_a_reset_after_sending_is_not() {
+    let answer = |body: &str| parse_answer(Some("503"), Some(body.as_bytes()));
+    let prefix = "upstream connect error or disconnect/reset before headers. reset reason: ";
+    for reason in [
+        "remote connection failure",
+        "local connection failure",
+        "connection failure",
+        "connection timeout",
+        "overflow",
+    ] {
+        assert_eq!(
+            answer(&format!("{prefix}{reason}")),
+            Err(CallFailure::Unreached),
+            "{reason}"
+        );
+    }
+    assert_eq!(answer("no healthy upstream"), Err(CallFailure::Unreached));
+    for sent in [
+        format!("{prefix}connection termination"),
+        format!("{prefix}remote reset"),
+        r#"{"error":"redis_unavailable"}"#.to_string(),
+    ] {
+        assert_eq!(
+            answer(&sent),
+            Err(CallFailure::Status("503".into())),
+            "{sent}"
+        );
+    }
+    assert_eq!(
+        parse_answer(Some("504"), Some(b"upstream request timeout")),
+        Err(CallFailure::Status("504".into()))
+    );
+    assert_eq!(
+        parse_answer(Some("503"), None),
+        Err(CallFailure::Status("503".into()))
     );
 }
