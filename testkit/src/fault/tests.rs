@@ -215,3 +215,15 @@ fn dropping_the_proxy_stops_it_even_mid_delay() {
     assert!(!crate::ports::is_listening(port));
     assert!(echo.seen().is_empty(), "a stopped proxy delivers nothing");
 }
+
+#[test]
+fn it_carries_a_real_redis_conversation_and_delays_it() {
+    let redis = crate::redis::Redis::start();
+    let proxy = FaultProxy::start(redis.port);
+    assert_eq!(crate::redis::cli(proxy.port, &["SET", "k", "v"]), "OK");
+    proxy.set_mode(Mode::DelayRequest(Duration::from_millis(200)));
+    let started = Instant::now();
+    assert_eq!(crate::redis::cli(proxy.port, &["GET", "k"]), "v");
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert_eq!(redis.cli(&["GET", "k"]), "v", "written through the proxy");
+}
