@@ -5,6 +5,11 @@
 //! `id`). No key means nothing is claimed and only the quota applies, so every
 //! odd input — missing header, empty value, non-JSON body, a float or an
 //! object where the id should be — is `None`, never an error or a panic.
+//!
+//! A header value is read as bytes: HTTP allows obs-text, and a provider whose
+//! ids aren't UTF-8 must still be deduplicated. Whatever can't travel as is
+//! in a header and a Redis key becomes `sha256:<hex>` of its bytes (see
+//! [`normalize_key`]), the same on every node.
 
 use crate::wire::MAX_KEY_LEN;
 use serde_json::Value;
@@ -65,15 +70,16 @@ impl DedupeRule {
     }
 
     /// The event key of one request, ready to claim (see [`normalize_key`]).
-    /// `header` looks a lowercased header name up; `body` is `None` until read.
-    pub fn extract(
+    /// `header` looks a lowercased header name up and answers its value's
+    /// bytes (UTF-8 or not); `body` is `None` until read.
+    pub fn extract<V: AsRef<[u8]>>(
         &self,
-        header: impl Fn(&str) -> Option<String>,
+        header: impl Fn(&str) -> Option<V>,
         body: Option<&[u8]>,
     ) -> Option<String> {
         match self {
-            // Surrounding whitespace is not part of an HTTP field value.
-            DedupeRule::Header(name) => normalize_key(header(name)?.trim()),
+            // Surrounding whitespace (SP, HTAB) is not part of an HTTP field value.
+            DedupeRule::Header(name) => normalize_key(header(name)?.as_ref().trim_ascii()),
             DedupeRule::JsonPath(path) => {
                 let root: Value = serde_json::from_slice(body?).ok()?;
                 let mut value = &root;
@@ -86,7 +92,7 @@ impl DedupeRule {
                 }
                 match value {
                     Value::String(s) => normalize_key(s),
-                    Value::Number(n) if n.is_i64() || n.is_u64() => normalize_key(&n.to_string()),
+                    Value::Number(n) if n.is_i64() || n.is_u64() => normalize_key(n.to_string()),
                     _ => None,
                 }
             }
@@ -94,19 +100,22 @@ impl DedupeRule {
     }
 }
 
-/// Turns a raw id into a key the wire and an upstream header accept: empty is
-/// no key; a key over [`MAX_KEY_LEN`] bytes, or holding a control character
-/// (which can't travel in the `x-ankusa-event-key` header), becomes
-/// `sha256:<64 lowercase hex>` of its UTF-8 bytes — the same id always maps
-/// to the same key, on every node.
-pub fn normalize_key(raw: &str) -> Option<String> {
+/// Turns a raw id (header bytes, or a JSON id's UTF-8) into a key the wire,
+/// Redis and the `x-ankusa-event-key` header all carry unchanged. Empty is no
+/// key. An id of 1 to [`MAX_KEY_LEN`] printable ASCII bytes (0x20–0x7e) that
+/// neither starts nor ends with a space is the key itself. Anything else —
+/// longer, a control byte, a byte over 0x7e (non-ASCII UTF-8, or not UTF-8 at
+/// all), an edge space a header would lose — becomes `sha256:<64 lowercase
+/// hex>` of its bytes: the same id always maps to the same key, on every node.
+pub fn normalize_key(raw: impl AsRef<[u8]>) -> Option<String> {
+    let raw = raw.as_ref();
     if raw.is_empty() {
         return None;
     }
-    if raw.len() <= MAX_KEY_LEN && !raw.chars().any(char::is_control) {
-        return Some(raw.to_string());
+    if let Some(key) = as_is(raw) {
+        return Some(key.to_string());
     }
-    let digest = Sha256::digest(raw.as_bytes());
+    let digest = Sha256::digest(raw);
     let mut key = String::with_capacity(HASHED_PREFIX.len() + 64);
     key.push_str(HASHED_PREFIX);
     for byte in digest {
@@ -114,6 +123,17 @@ pub fn normalize_key(raw: &str) -> Option<String> {
         key.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     Some(key)
+}
+
+/// `raw` as text when it may be the key unchanged (see [`normalize_key`]).
+fn as_is(raw: &[u8]) -> Option<&str> {
+    let printable = |b: &u8| (0x20..=0x7e).contains(b);
+    let fits = raw.len() <= MAX_KEY_LEN
+        && raw.iter().all(printable)
+        && raw.first() != Some(&b' ')
+        && raw.last() != Some(&b' ');
+    // Printable ASCII is UTF-8, so this never fails when `fits`.
+    fits.then(|| std::str::from_utf8(raw).ok()).flatten()
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -264,7 +284,7 @@ mod tests {
     #[test]
     fn hashing_is_sha256_of_the_utf8_bytes() {
         // sha256("a" × 201), computed independently with `printf 'a%.0s' {1..201} | sha256sum`.
-        let hashed = normalize_key(&"a".repeat(201)).unwrap();
+        let hashed = normalize_key("a".repeat(201)).unwrap();
         assert_eq!(
             hashed,
             "sha256:a92efd82109373e58f9a2056dee01e807e216ce6075f7051207c0a9f7d666e50"
@@ -276,7 +296,58 @@ mod tests {
         let hashed = normalize_key("evt\r\nx-injected: 1").unwrap();
         assert!(hashed.starts_with(HASHED_PREFIX));
         assert_eq!(normalize_key("evt\r\nx-injected: 1"), Some(hashed));
-        assert_eq!(normalize_key("évènement"), Some("évènement".into()));
         assert_eq!(normalize_key(""), None);
+    }
+
+    #[test]
+    fn printable_ascii_is_kept_and_everything_else_is_hashed() {
+        assert_eq!(normalize_key("evt 1~!").as_deref(), Some("evt 1~!"));
+        for hashed in [
+            &b"\xc3\xa9v\xc3\xa8nement"[..], // "évènement": UTF-8, not ASCII
+            b"\xff\xfe-1",                   // not UTF-8
+            b"evt\x7f",                      // DEL
+            b"evt\t1",                       // a control byte inside
+            b" evt",                         // an edge space a header would drop
+            b"evt ",
+        ] {
+            let key = normalize_key(hashed).unwrap();
+            assert!(key.starts_with(HASHED_PREFIX), "{hashed:?} -> {key}");
+            assert_eq!(key.len(), HASHED_PREFIX.len() + 64);
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_hash_to_sha256_of_the_bytes() {
+        // `printf '\xff\xfe\x41' | sha256sum`
+        assert_eq!(
+            normalize_key([0xff, 0xfe, 0x41]).as_deref(),
+            Some("sha256:e338b52c1bba42031362180fb1465d6e8b382881cb2f2601e30e971f21e4901c")
+        );
+    }
+
+    #[test]
+    fn a_header_that_is_not_utf8_gives_one_key_for_the_same_bytes() {
+        let rule = DedupeRule::preset("github").unwrap();
+        let value: &[u8] = b" \xffdelivery\x80 ";
+        let header = |name: &str| (name == "x-github-delivery").then_some(value);
+        let key = rule.extract(header, None).unwrap();
+        assert_eq!(Some(key.clone()), normalize_key(&value[1..value.len() - 1]));
+        assert_eq!(rule.extract(header, None), Some(key.clone()), "stable");
+        let other: &[u8] = b"\xffdelivery\x81";
+        let other = rule.extract(|_: &str| Some(other), None).unwrap();
+        assert_ne!(key, other);
+    }
+
+    #[test]
+    fn a_json_id_hashes_by_its_utf8_bytes_like_the_same_header() {
+        let rule = DedupeRule::preset("stripe").unwrap();
+        let body = r#"{"id":"\u00e9vt\u0000"}"#.as_bytes();
+        let from_json = rule.extract(no_headers, Some(body));
+        assert_eq!(from_json, normalize_key("évt\0"));
+        let github = DedupeRule::preset("github").unwrap();
+        let from_header = github.extract(|_: &str| Some("évt\0"), None);
+        assert_eq!(from_json, from_header);
+        // A lone surrogate is not valid JSON text: no key, no panic.
+        assert_eq!(rule.extract(no_headers, Some(br#"{"id":"\ud800"}"#)), None);
     }
 }

@@ -46,6 +46,15 @@ impl RequestHeaders {
             .and_then(|(_, v)| String::from_utf8(v.clone()).ok())
     }
 
+    /// The first value of `name` as the sender's bytes, UTF-8 or not (an
+    /// event id is keyed on its bytes).
+    pub fn bytes(&self, name: &str) -> Option<&[u8]> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+
     /// Forgets every value of `name`; whether there was one (so the host's
     /// copy needs removing too).
     pub fn remove(&mut self, name: &str) -> bool {
@@ -81,6 +90,8 @@ mod tests {
     fn a_value_that_is_not_utf8_reads_as_absent() {
         let h = headers(&[("x-id", &[0xff, 0x41])]);
         assert_eq!(h.get("x-id"), None);
+        assert_eq!(h.bytes("X-Id"), Some(&[0xff, 0x41][..]));
+        assert_eq!(h.bytes("x-other"), None);
     }
 
     #[test]

@@ -161,8 +161,17 @@ impl Hook {
         }
     }
 
-    /// The store can't answer: this node alone does, with every charge and no claim.
-    fn fall_back(&mut self, rt: &Runtime, plan: &Plan, why: &str, now: u64) -> Action {
+    /// The store can't answer: this node alone does, with every charge. A
+    /// call that was sent may have written its claim late, so the hook keeps
+    /// it (`claim`, see [`plan::claim_after_failure`]) and settles it as usual.
+    fn fall_back(
+        &mut self,
+        rt: &Runtime,
+        plan: &Plan,
+        claim: Option<Claim>,
+        why: &str,
+        now: u64,
+    ) -> Action {
         rt.metrics.fallback();
         let config = &rt.config;
         if config.rate_limits.scope == Scope::Fleet {
@@ -172,7 +181,7 @@ impl Hook {
             rt.metrics.degraded(Kind::Dedupe, true);
         }
         rt.warn_degraded(why, now / 1_000);
-        self.answer_node(rt, &plan.charges, None, now)
+        self.answer_node(rt, &plan.charges, claim, now)
     }
 
     /// Everything is known (headers, and the body if it was needed): decide.
@@ -187,7 +196,7 @@ impl Hook {
         facts.event_key = source
             .dedupe
             .as_ref()
-            .and_then(|rule| rule.extract(|name| headers.get(name), body));
+            .and_then(|rule| rule.extract(|name| headers.bytes(name), body));
         if rt
             .config
             .rate_limits
@@ -215,7 +224,8 @@ impl Hook {
         match permit {
             CallPermit::Skip => {
                 rt.show_breaker(now);
-                return self.fall_back(rt, &plan, "the breaker is open", now);
+                // No call, so no claim was written: there is nothing to settle.
+                return self.fall_back(rt, &plan, None, "the breaker is open", now);
             }
             CallPermit::Probe => {
                 log::info!("ankusa: fleet breaker probing the store");
@@ -235,8 +245,10 @@ impl Hook {
                 Action::Pause
             }
             Err(_) => {
-                self.record(rt, permit, Some(&CallFailure::Dispatch), now);
-                self.fall_back(rt, &plan, &CallFailure::Dispatch.to_string(), now)
+                let failure = CallFailure::Dispatch;
+                self.record(rt, permit, Some(&failure), now);
+                let claim = plan::claim_after_failure(&plan, &failure);
+                self.fall_back(rt, &plan, claim, &failure.to_string(), now)
             }
         }
     }
@@ -264,7 +276,10 @@ impl Hook {
         self.record(rt, call.permit, answer.as_ref().err(), now);
         let answer = match answer {
             Ok(answer) => answer,
-            Err(failure) => return self.fall_back(rt, &call.plan, &failure.to_string(), now),
+            Err(failure) => {
+                let claim = plan::claim_after_failure(&call.plan, &failure);
+                return self.fall_back(rt, &call.plan, claim, &failure.to_string(), now);
+            }
         };
         if rt.config.rate_limits.scope == Scope::Fleet {
             rt.metrics.degraded(Kind::RateLimit, false);

@@ -106,6 +106,9 @@ pub fn plan(config: &Config, node: &str, hook: &HookFacts) -> Result<Plan, TooLa
 pub enum CallFailure {
     /// `dispatch_http_call` refused at once (no healthy host, bad cluster).
     Dispatch,
+    /// Envoy's own 503: no connection to the store could be made, so the
+    /// request never left the edge.
+    Unreached,
     /// A reset: the callback came with no `:status`.
     NoStatus,
     /// Any status but 200 (Envoy's own 503 for a refused connect, 504 for a timeout).
@@ -118,11 +121,54 @@ impl std::fmt::Display for CallFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CallFailure::Dispatch => write!(f, "the store cluster took no call"),
+            CallFailure::Unreached => write!(f, "no connection to the store could be made"),
             CallFailure::NoStatus => write!(f, "the store call was reset"),
             CallFailure::Status(s) => write!(f, "the store answered {s}"),
             CallFailure::Unparsable => write!(f, "the store's answer is not a hit answer"),
         }
     }
+}
+
+impl CallFailure {
+    /// Whether the call left this edge, so the store may have run it (and
+    /// written the claim) after the edge stopped waiting: a late answer, a
+    /// reset, a status or a garbled body all say nothing about whether the
+    /// script ran. Only a dispatch the host refused, or a connection Envoy
+    /// could not make, never reached the store.
+    pub fn was_sent(&self) -> bool {
+        !matches!(self, CallFailure::Dispatch | CallFailure::Unreached)
+    }
+}
+
+/// Envoy's 503 bodies for a request that never left the edge: "upstream
+/// connect error or disconnect/reset before headers. reset reason: remote
+/// connection failure" (or local, or "connection timeout": the connect
+/// failed; "overflow": the pool had no room), and "no healthy upstream". A
+/// reset after the request went out ("connection termination", "remote
+/// reset") is not among them. An unknown wording counts as sent: settling a
+/// claim that was never written is harmless, leaving one pending is not.
+fn never_left(body: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return false;
+    };
+    text == "no healthy upstream"
+        || text.starts_with("upstream connect error")
+            && ["connection failure", "connection timeout", "overflow"]
+                .iter()
+                .any(|reason| text.ends_with(reason))
+}
+
+/// The claim a hook holds after its store call failed: the one it sent, if
+/// the call was sent, so that a claim the store wrote late is settled like
+/// any other (promoted once the upstream stores the hook, released
+/// otherwise) instead of standing pending for `pending_ttl_ms`. Releasing a
+/// claim that was never written is a no-op; promoting one commits a key the
+/// upstream has just stored.
+pub fn claim_after_failure(plan: &Plan, failure: &CallFailure) -> Option<Claim> {
+    if !failure.was_sent() {
+        return None;
+    }
+    plan.fleet.as_ref().and_then(|r| r.claim.clone())
 }
 
 /// The store's answer from the callout's `:status` and body.
@@ -132,6 +178,7 @@ pub fn parse_answer(status: Option<&str>, body: Option<&[u8]>) -> Result<HitAnsw
         Some("200") => {
             serde_json::from_slice(body.unwrap_or_default()).map_err(|_| CallFailure::Unparsable)
         }
+        Some("503") if body.is_some_and(never_left) => Err(CallFailure::Unreached),
         Some(other) => Err(CallFailure::Status(other.to_string())),
     }
 }

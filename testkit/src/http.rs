@@ -52,6 +52,20 @@ pub fn request(
     body: &[u8],
     timeout: Duration,
 ) -> std::io::Result<Response> {
+    let headers: Vec<(&str, &[u8])> = headers.iter().map(|(k, v)| (*k, v.as_bytes())).collect();
+    request_bytes(method, url, &headers, body, timeout)
+}
+
+/// [`request`] with header values sent as raw bytes, exactly as given: HTTP
+/// allows obs-text (0x80–0xff) in a value, and a test may need a value that
+/// isn't UTF-8.
+pub fn request_bytes(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &[u8])],
+    body: &[u8],
+    timeout: Duration,
+) -> std::io::Result<Response> {
     let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
     let rest = url
         .strip_prefix("http://")
@@ -67,15 +81,18 @@ pub fn request(
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     stream.set_nodelay(true)?;
-    let mut head = format!(
+    let mut out = format!(
         "{method} {path} HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\ncontent-length: {}\r\n",
         body.len()
-    );
+    )
+    .into_bytes();
     for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v);
+        out.extend_from_slice(b"\r\n");
     }
-    head.push_str("\r\n");
-    let mut out = head.into_bytes();
+    out.extend_from_slice(b"\r\n");
     out.extend_from_slice(body);
     stream.write_all(&out)?;
     read_answer(&mut stream, method == "HEAD")
@@ -201,6 +218,43 @@ mod tests {
 
     fn held(text: &[u8]) -> Held {
         Held(std::io::Cursor::new(text.to_vec()))
+    }
+
+    #[test]
+    fn header_values_go_out_as_the_given_bytes() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = c.read(&mut buf).unwrap();
+                assert!(n > 0, "closed before the end of the head");
+                got.extend_from_slice(&buf[..n]);
+            }
+            c.write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
+                .unwrap();
+            got
+        });
+        let url = format!("http://127.0.0.1:{port}/x");
+        let value: &[u8] = &[b'd', 0xff, 0xfe, b'1'];
+        let answer = request_bytes(
+            "POST",
+            &url,
+            &[("x-id", value)],
+            b"",
+            Duration::from_secs(5),
+        )
+        .expect("answer");
+        assert_eq!(answer.status, 204);
+        let sent = server.join().unwrap();
+        let line: Vec<u8> = [&b"\r\nx-id: "[..], value, b"\r\n"].concat();
+        assert!(
+            sent.windows(line.len()).any(|w| w == line),
+            "{}",
+            String::from_utf8_lossy(&sent)
+        );
     }
 
     #[test]

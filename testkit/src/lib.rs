@@ -8,8 +8,10 @@
 //! - [`intake`]: the sample intake (the upstream the edges forward to).
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
 //! - [`envoy`]: a real Envoy edge with the Ankusa filter.
+//! - [`fault`]: a TCP proxy that delays, blackholes, resets or garbles, switched at runtime.
 
 pub mod envoy;
+pub mod fault;
 pub mod http;
 pub mod intake;
 pub mod paths;

@@ -164,3 +164,93 @@ fn the_upstreams_older_id_wins_when_it_reports_one() {
     assert_eq!(committed_id("ours", Some("bad id")), "ours");
     assert_eq!(committed_id("ours", Some(&"x".repeat(65))), "ours");
 }
+
+#[test]
+fn a_sent_call_that_failed_keeps_its_claim_to_settle() {
+    let p = plan(
+        &config("fleet", "fleet", false),
+        "edge-1",
+        &hook(Some("evt"), 0),
+    )
+    .unwrap();
+    let sent = p.fleet.as_ref().and_then(|r| r.claim.clone());
+    assert!(sent.is_some());
+    for failure in [
+        CallFailure::NoStatus,
+        CallFailure::Status("504".into()),
+        CallFailure::Status("503".into()),
+        CallFailure::Unparsable,
+    ] {
+        assert_eq!(claim_after_failure(&p, &failure), sent, "{failure}");
+    }
+}
+
+#[test]
+fn a_call_never_sent_or_without_a_claim_holds_none() {
+    let with_claim = plan(
+        &config("fleet", "fleet", false),
+        "edge-1",
+        &hook(Some("evt"), 0),
+    )
+    .unwrap();
+    assert_eq!(
+        claim_after_failure(&with_claim, &CallFailure::Dispatch),
+        None
+    );
+    assert_eq!(
+        claim_after_failure(&with_claim, &CallFailure::Unreached),
+        None
+    );
+    let no_key = plan(&config("fleet", "fleet", false), "edge-1", &hook(None, 0)).unwrap();
+    assert!(no_key.fleet.is_some(), "the charges still go to the store");
+    assert_eq!(claim_after_failure(&no_key, &CallFailure::NoStatus), None);
+    let node_dedupe = plan(
+        &config("fleet", "node", false),
+        "edge-1",
+        &hook(Some("evt"), 0),
+    )
+    .unwrap();
+    assert_eq!(
+        claim_after_failure(&node_dedupe, &CallFailure::NoStatus),
+        None
+    );
+}
+
+#[test]
+fn envoys_connect_failures_are_unreached_and_a_reset_after_sending_is_not() {
+    let answer = |body: &str| parse_answer(Some("503"), Some(body.as_bytes()));
+    let prefix = "upstream connect error or disconnect/reset before headers. reset reason: ";
+    for reason in [
+        "remote connection failure",
+        "local connection failure",
+        "connection failure",
+        "connection timeout",
+        "overflow",
+    ] {
+        assert_eq!(
+            answer(&format!("{prefix}{reason}")),
+            Err(CallFailure::Unreached),
+            "{reason}"
+        );
+    }
+    assert_eq!(answer("no healthy upstream"), Err(CallFailure::Unreached));
+    for sent in [
+        format!("{prefix}connection termination"),
+        format!("{prefix}remote reset"),
+        r#"{"error":"redis_unavailable"}"#.to_string(),
+    ] {
+        assert_eq!(
+            answer(&sent),
+            Err(CallFailure::Status("503".into())),
+            "{sent}"
+        );
+    }
+    assert_eq!(
+        parse_answer(Some("504"), Some(b"upstream request timeout")),
+        Err(CallFailure::Status("504".into()))
+    );
+    assert_eq!(
+        parse_answer(Some("503"), None),
+        Err(CallFailure::Status("503".into()))
+    );
+}

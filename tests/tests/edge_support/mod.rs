@@ -82,6 +82,8 @@ pub struct FakeStore {
     pub port: u16,
     pub connections: Arc<AtomicU64>,
     pub requests: Arc<AtomicU64>,
+    /// Of those, hit calls: the ones the breaker counts (a settle batch isn't one).
+    pub hits: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -104,8 +106,14 @@ impl FakeStore {
         listener.set_nonblocking(true).expect("nonblocking");
         let connections = Arc::new(AtomicU64::new(0));
         let requests = Arc::new(AtomicU64::new(0));
+        let hits = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let (c, r, s) = (connections.clone(), requests.clone(), stop.clone());
+        let (c, r, h, s) = (
+            connections.clone(),
+            requests.clone(),
+            hits.clone(),
+            stop.clone(),
+        );
         let thread = std::thread::spawn(move || {
             let mut held: Vec<TcpStream> = Vec::new();
             while !s.load(Ordering::SeqCst) {
@@ -119,8 +127,8 @@ impl FakeStore {
                                 held.push(stream);
                             }
                             Fault::Garbage => {
-                                let (r, s) = (r.clone(), s.clone());
-                                std::thread::spawn(move || answer_garbage(stream, &r, &s));
+                                let (r, h, s) = (r.clone(), h.clone(), s.clone());
+                                std::thread::spawn(move || answer_garbage(stream, &r, &h, &s));
                             }
                         }
                     }
@@ -132,6 +140,10 @@ impl FakeStore {
                         if n > 0 {
                             let text = String::from_utf8_lossy(&buf[..n]);
                             r.fetch_add(text.matches("POST /v1/").count() as u64, Ordering::SeqCst);
+                            h.fetch_add(
+                                text.matches("POST /v1/hit ").count() as u64,
+                                Ordering::SeqCst,
+                            );
                         }
                     }
                 }
@@ -141,6 +153,7 @@ impl FakeStore {
             port,
             connections,
             requests,
+            hits,
             stop,
             thread: Some(thread),
         }
@@ -148,6 +161,10 @@ impl FakeStore {
 
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::SeqCst)
+    }
+
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::SeqCst)
     }
 }
 
@@ -161,7 +178,12 @@ impl Drop for FakeStore {
 }
 
 /// Reads requests off a keep-alive connection and answers each with garbage.
-fn answer_garbage(mut stream: TcpStream, requests: &AtomicU64, stop: &AtomicBool) {
+fn answer_garbage(
+    mut stream: TcpStream,
+    requests: &AtomicU64,
+    hits: &AtomicU64,
+    stop: &AtomicBool,
+) {
     // Short reads so a stopped fake closes its keep-alive connections too:
     // a pooled connection must not keep answering for a store that is gone.
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
@@ -197,6 +219,9 @@ fn answer_garbage(mut stream: TcpStream, requests: &AtomicU64, stop: &AtomicBool
             }
             pending.drain(..end + 4 + len);
             requests.fetch_add(1, Ordering::SeqCst);
+            if head.starts_with("post /v1/hit ") {
+                hits.fetch_add(1, Ordering::SeqCst);
+            }
             let body = "this is not json";
             let answer = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{body}",
