@@ -387,9 +387,12 @@ fn a_flood_of_forgeries_leaves_the_real_sender_its_quota_through_two_edges() {
         .collect();
     assert!(
         bad.is_empty(),
-        "real deliveries not plainly admitted: {bad:?}"
+        "{} real deliveries not plainly admitted, first: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
     );
     assert_eq!(forged_401, forged, "every forgery is a 401 bad_signature");
+    println!("{forged} forgeries in {real_s:.1} s beside {REAL_EVENTS} real deliveries");
     // The flood was faster than the quota: several times what it allows in the same time.
     let allowed = QUOTA as f64 * real_s + QUOTA as f64;
     assert!(
