@@ -126,6 +126,23 @@ pub fn render(spec: &EdgeSpec, wasm: &Path) -> String {
         .replace("{{VM_ENV_KEYS}}", &vm_env_keys(spec))
 }
 
+/// The names in every `host_env_keys: [A, B]` line of an Envoy config.
+pub fn host_env_keys(config: &str) -> Vec<String> {
+    config
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("host_env_keys:"))
+        .flat_map(|list| {
+            list.trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split(',')
+                .map(|n| n.trim().trim_matches('"').to_string())
+                .filter(|n| !n.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// The names of `spec.vm_env` as a YAML flow list (a JSON array).
 fn vm_env_keys(spec: &EdgeSpec) -> String {
     let names: Vec<&str> = spec.vm_env.iter().map(|(k, _)| k.as_str()).collect();
@@ -134,9 +151,16 @@ fn vm_env_keys(spec: &EdgeSpec) -> String {
 
 /// `envoy --mode validate -c file`: Ok, or Err with Envoy's output.
 pub fn validate(file: &Path) -> Result<(), String> {
+    validate_with_env(file, &[])
+}
+
+/// [`validate`] with `env` in Envoy's environment (the values of the VM
+/// environment variables a config names, which its `on_configure` reads).
+pub fn validate_with_env(file: &Path, env: &[(String, String)]) -> Result<(), String> {
     let out = Command::new(paths::envoy_bin())
         .args(["--mode", "validate", "--disable-hot-restart", "-c"])
         .arg(file)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .map_err(|e| format!("cannot run envoy: {e}"))?;
     let text = format!(
@@ -443,5 +467,10 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("s3cret-value"), "{text}");
+        assert_eq!(host_env_keys(&text), ["ANKUSA_GH_SECRET"]);
+        assert_eq!(
+            host_env_keys("  host_env_keys: [A, B]\n  host_env_keys: []\n"),
+            ["A", "B"]
+        );
     }
 }
