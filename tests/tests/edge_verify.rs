@@ -330,7 +330,7 @@ fn a_flood_of_forgeries_leaves_the_real_sender_its_quota_through_two_edges() {
             std::thread::spawn(move || {
                 let mut i = 0u64;
                 while !done.load(Ordering::SeqCst) && forged.load(Ordering::SeqCst) < 20_000 {
-                    let how = if i % 2 == 0 {
+                    let how = if i.is_multiple_of(2) {
                         Sign::WrongSecret
                     } else {
                         Sign::Missing

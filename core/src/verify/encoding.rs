@@ -5,7 +5,7 @@ use base64::Engine;
 
 /// Lower- or upper-case hex; None if any byte isn't a hex digit or the length is odd.
 pub fn hex(text: &[u8]) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     text.chunks(2)

@@ -9,7 +9,7 @@
 //! - [`mac`]: HMAC-SHA256 and the constant-time check.
 //! - [`encoding`]: hex and base64.
 //! - [`body_mac`]: one header holding the MAC of the body (GitHub, Shopify, generic).
-//! - [`stripe`]: `Stripe-Signature`.
+//! - [`stripe`]: the `Stripe-Signature` header.
 //! - [`standard`]: Standard Webhooks and Svix.
 //! - [`timestamp`]: the tolerance check.
 
