@@ -10,7 +10,13 @@
 # QUOTA (150 hooks/s for tenant acme, burst as large), BASE_PORT (20000: Redis
 # on it, store +1, intake +2, edge-i on +10·i, admin +10·i+1), DEADLINE_S (90),
 # PENDING_TTL_MS (5000: how long a claim may stay in flight; a copy racing it
-# is answered 409 with Retry-After for the time left, so this bounds the wait).
+# is answered 409 with Retry-After for the time left, so this bounds the wait),
+# FORGE (0.1: share of events the provider also forges — wrong secret, stale
+# timestamp, or unsigned; each must be refused 401 and cost the tenant nothing).
+#
+# Sources gh and stripe verify signatures with secrets generated for this run
+# (ANKUSA_GH_SECRET, ANKUSA_STRIPE_SECRET, or yours if already set): they reach
+# the edges' filter VMs through the environment, never through the config.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -22,6 +28,11 @@ QUOTA=${QUOTA:-150}
 BASE_PORT=${BASE_PORT:-20000}
 DEADLINE_S=${DEADLINE_S:-90}
 PENDING_TTL_MS=${PENDING_TTL_MS:-5000}
+FORGE=${FORGE:-0.1}
+new_secret() { python3 -c 'import secrets; print("whsec_" + secrets.token_urlsafe(24))'; }
+ANKUSA_GH_SECRET=${ANKUSA_GH_SECRET:-$(new_secret)}
+ANKUSA_STRIPE_SECRET=${ANKUSA_STRIPE_SECRET:-$(new_secret)}
+export ANKUSA_GH_SECRET ANKUSA_STRIPE_SECRET
 
 say() { printf '\n== %s\n' "$*"; }
 
@@ -40,8 +51,10 @@ config=$run_dir/filter-config.json
 cat >"$config" <<JSON
 {
   "sources": {
-    "gh": {"tenant": "acme", "dedupe": "github"},
-    "stripe": {"tenant": "acme", "dedupe": {"json": "id"}}
+    "gh": {"tenant": "acme", "dedupe": "github",
+           "verify": {"scheme": "github", "secret_env": "ANKUSA_GH_SECRET"}},
+    "stripe": {"tenant": "acme", "dedupe": {"json": "id"},
+               "verify": {"scheme": "stripe", "secret_env": "ANKUSA_STRIPE_SECRET"}}
   },
   "rate_limits": {
     "scope": "fleet",
@@ -53,8 +66,9 @@ cat >"$config" <<JSON
 }
 JSON
 
-say "start: fleet --edges 2 --base-port $BASE_PORT (tenant acme: $QUOTA hooks/s, fleet scopes)"
+say "start: fleet --edges 2 --base-port $BASE_PORT (tenant acme: $QUOTA hooks/s, fleet scopes, signatures verified on gh and stripe)"
 "$bin/fleet" --edges 2 --base-port "$BASE_PORT" --filter-config "$config" \
+  --vm-env ANKUSA_GH_SECRET --vm-env ANKUSA_STRIPE_SECRET \
   >"$run_dir/fleet.out" 2>"$run_dir/fleet.log" &
 fleet_pid=$!
 
@@ -96,9 +110,10 @@ store=$(field store)
 intake=$(field intake)
 echo "edges $edges | admins $admins | store $store | intake $intake | redis $(field redis)"
 
-say "traffic: mock-provider, $EVENTS GitHub events at $RATE/s, ${REDELIVER} redelivered to the other edge"
+say "traffic: mock-provider, $EVENTS GitHub events at $RATE/s, ${REDELIVER} redelivered to the other edge, ${FORGE} also forged"
 status=0
 "$bin/mock-provider" --edges "$edges" --intake "$intake" --profile github --tenant acme --source gh \
+  --secret-env ANKUSA_GH_SECRET --forge "$FORGE" \
   --events "$EVENTS" --rate "$RATE" --redeliver "$REDELIVER" --deadline-s "$DEADLINE_S" || status=$?
 
 # Prometheus lines starting with a prefix, histogram buckets left out.
@@ -129,7 +144,7 @@ say "stop: fleet (pid $fleet_pid)"
 stop_fleet
 tail -n 1 "$run_dir/fleet.log"
 if ((status == 0)); then
-  echo "demo ok: nothing acknowledged was lost, nothing stored twice"
+  echo "demo ok: nothing acknowledged was lost, nothing stored twice, every forgery refused 401"
 else
   echo "demo FAILED: mock-provider exited $status (see the table above; logs under $(field dir))" >&2
 fi

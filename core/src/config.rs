@@ -11,6 +11,7 @@ mod read;
 use crate::event_key::DedupeRule;
 use crate::gcra::Quota;
 use crate::limits::{self, Bound};
+use crate::verify::VerifyRule;
 use crate::wire::{self, MAX_SETTLE_OPS};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -72,6 +73,8 @@ pub struct Source {
     pub dedupe: Option<DedupeRule>,
     /// How long a committed event key is remembered (ms).
     pub ttl_ms: u64,
+    /// None: deliveries are not checked for a provider signature.
+    pub verify: Option<VerifyRule>,
 }
 
 /// Where a limit or the dedupe window is counted.

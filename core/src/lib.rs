@@ -16,6 +16,7 @@
 //! - [`event_key`]: the provider event id a hook is deduplicated on.
 //! - [`route`]: which tenant and source a request path is for.
 //! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
+//! - [`verify`]: provider signatures (GitHub, Stripe, Shopify, Standard Webhooks, Svix, generic HMAC).
 
 pub mod breaker;
 pub mod cas;
@@ -27,4 +28,5 @@ pub mod hook_id;
 pub mod limits;
 pub mod node_buckets;
 pub mod route;
+pub mod verify;
 pub mod wire;

@@ -20,7 +20,7 @@ const REFUSED: &[(&str, &str)] = &[
         "unknown_top_level_key",
         "routing: unknown field; expected one of node, sources, rate_limits, dedupe, fleet, max_body_bytes",
     ),
-    ("unknown_source_key", "sources.gh.tenat: unknown field; expected one of tenant, dedupe, ttl_ms"),
+    ("unknown_source_key", "sources.gh.tenat: unknown field; expected one of tenant, dedupe, ttl_ms, verify"),
     (
         "unknown_fleet_key",
         "fleet.breaker_failure_ratio: unknown field; expected one of cluster, authority, timeout_ms, \
@@ -112,6 +112,47 @@ const REFUSED: &[(&str, &str)] = &[
         "dedupe_wrong_type",
         "sources.gh.dedupe: expected a preset name, {\"header\": NAME} or {\"json\": PATH}, got 5",
     ),
+    // Signature verification.
+    ("verify_without_scheme", "sources.gh.verify.scheme: is required: one of github, stripe, shopify, standard_webhooks, svix, hmac_sha256"),
+    ("verify_unknown_scheme", "sources.gh.verify.scheme: unknown scheme \"gitlab\"; expected one of github, stripe, shopify, standard_webhooks, svix, hmac_sha256"),
+    (
+        "verify_unknown_key",
+        "sources.gh.verify.secrets: unknown field; expected one of scheme, secret_env, tolerance_s, header, prefix, encoding",
+    ),
+    ("verify_not_an_object", "sources.gh.verify: expected an object, got \"github\""),
+    (
+        "verify_without_secret_env",
+        "sources.gh.verify.secret_env: is required: the environment variables holding the signing secrets",
+    ),
+    ("verify_no_secrets", "sources.gh.verify.secret_env: must name 1 to 8 variables, got 0"),
+    ("verify_too_many_secrets", "sources.gh.verify.secret_env: must name 1 to 8 variables, got 9"),
+    (
+        "verify_bad_env_name",
+        "sources.gh.verify.secret_env: \"GH-SECRET\" is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
+    ),
+    ("verify_env_name_twice", "sources.gh.verify.secret_env: \"ANKUSA_GH_SECRET\" is named twice"),
+    (
+        "verify_secret_env_wrong_type",
+        "sources.gh.verify.secret_env: expected a variable name or a list of them, got 5",
+    ),
+    (
+        "verify_tolerance_without_timestamp",
+        "sources.gh.verify.tolerance_s: github signs no timestamp; only stripe, standard_webhooks and svix take one",
+    ),
+    ("verify_tolerance_zero", "sources.gh.verify.tolerance_s: must be at least 1, got 0"),
+    (
+        "verify_header_on_a_preset",
+        "sources.gh.verify.header: only for scheme \"hmac_sha256\"; the shopify preset fixes it",
+    ),
+    (
+        "verify_generic_without_header",
+        "sources.gh.verify.header: is required for scheme \"hmac_sha256\": the header holding the signature",
+    ),
+    ("verify_generic_bad_header", "sources.gh.verify.header: \"x sig\" is not an HTTP header name"),
+    (
+        "verify_generic_bad_encoding",
+        "sources.gh.verify.encoding: unknown encoding \"base32\"; expected \"hex\" or \"base64\"",
+    ),
     // Fleet.
     ("timeout_ms_zero", "fleet.timeout_ms: must be between 1 and 10000, got 0"),
     ("timeout_ms_too_large", "fleet.timeout_ms: must be between 1 and 10000, got 10001"),
@@ -138,7 +179,12 @@ const REFUSED: &[(&str, &str)] = &[
 ];
 
 /// Fixtures that must load; their contents are checked in the tests below.
-const GOOD: &[&str] = &["good_design_example", "good_minimal", "good_every_key"];
+const GOOD: &[&str] = &[
+    "good_design_example",
+    "good_minimal",
+    "good_every_key",
+    "good_verify",
+];
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/config")
@@ -281,4 +327,55 @@ fn every_key_is_read() {
             burst: 65_536
         })
     );
+}
+
+#[test]
+fn every_verify_scheme_loads_with_its_secret_names() {
+    use ankusa_core::verify::{Encoding, Family, Scheme};
+    let c = load("good_verify").unwrap();
+    let rule = |id: &str| c.sources[id].verify.clone().unwrap();
+    let gh = rule("gh");
+    assert_eq!(gh.secret_env, ["ANKUSA_GH_SECRET", "ANKUSA_GH_SECRET_OLD"]);
+    assert_eq!(
+        gh.scheme,
+        Scheme::BodyMac {
+            header: "x-hub-signature-256".into(),
+            prefix: "sha256=".into(),
+            encoding: Encoding::Hex
+        }
+    );
+    let stripe = rule("stripe");
+    assert_eq!(stripe.secret_env, ["ANKUSA_STRIPE_SECRET"]);
+    assert_eq!(stripe.scheme, Scheme::Stripe { tolerance_s: 600 });
+    assert_eq!(
+        rule("sw").scheme,
+        Scheme::StandardWebhooks {
+            family: Family::StandardWebhooks,
+            tolerance_s: 300
+        }
+    );
+    assert_eq!(
+        rule("svix").scheme,
+        Scheme::StandardWebhooks {
+            family: Family::Svix,
+            tolerance_s: 60
+        }
+    );
+    assert_eq!(
+        rule("shop").scheme,
+        Scheme::BodyMac {
+            header: "x-shopify-hmac-sha256".into(),
+            prefix: String::new(),
+            encoding: Encoding::Base64
+        }
+    );
+    assert_eq!(
+        rule("custom").scheme,
+        Scheme::BodyMac {
+            header: "x-signature".into(),
+            prefix: "hmac=".into(),
+            encoding: Encoding::Base64
+        }
+    );
+    assert_eq!(c.sources["open"].verify, None);
 }

@@ -193,6 +193,13 @@ impl Hook {
         let Some(source) = rt.config.sources.get(&facts.source_id) else {
             return Action::Continue;
         };
+        // A forgery spends nothing: checked before any charge, claim or store call.
+        if let Err(refusal) = rt
+            .keys
+            .check(&facts.source_id, &headers, body, now / 1_000_000)
+        {
+            return self.reply(rt, Outcome::Unverified, crate::verify::unverified(refusal));
+        }
         facts.event_key = source
             .dedupe
             .as_ref()
@@ -390,6 +397,7 @@ impl HttpContext for Hook {
         // A body of undeclared length (chunked) is buffered too, so the
         // limit holds before anything goes upstream.
         let needs_body = declared.is_none()
+            || rt.keys.verifies(&route.source_id)
             || route.source.dedupe.as_ref().is_some_and(|r| r.needs_body())
             || rt
                 .config

@@ -12,6 +12,7 @@
 //! - [`settle`]: the node-wide queue of promote/release operations and its drainer.
 //! - [`shared`]: [`ankusa_core::cas::CasStore`] over proxy-wasm shared data, and the host clock.
 //! - [`metrics`]: Envoy stats with labels encoded in their names.
+//! - [`verify`]: provider signatures: secrets from the VM environment, the check before any charge.
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
@@ -25,6 +26,7 @@ pub mod reload;
 pub mod root;
 pub mod settle;
 pub mod shared;
+pub mod verify;
 
 use proxy_wasm::types::LogLevel;
 

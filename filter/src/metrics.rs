@@ -26,10 +26,12 @@ pub enum Outcome {
     TooLarge,
     /// 405: not a POST.
     BadMethod,
+    /// 401: a source with `verify` got no valid signature, or a stale one.
+    Unverified,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 8] = [
         Outcome::Admitted,
         Outcome::Duplicate,
         Outcome::Pending,
@@ -37,6 +39,7 @@ impl Outcome {
         Outcome::NotFound,
         Outcome::TooLarge,
         Outcome::BadMethod,
+        Outcome::Unverified,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -48,6 +51,7 @@ impl Outcome {
             Outcome::NotFound => "not_found",
             Outcome::TooLarge => "too_large",
             Outcome::BadMethod => "bad_method",
+            Outcome::Unverified => "unverified",
         }
     }
 }

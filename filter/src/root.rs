@@ -56,6 +56,8 @@ pub struct Runtime {
     pub metrics: Metrics,
     /// The settle queue (None if Envoy refused to register it: settles are then dropped and counted).
     pub queue_id: Option<u32>,
+    /// Signing keys of the sources that verify their deliveries.
+    pub keys: crate::verify::Keys,
 }
 
 impl Runtime {
@@ -133,6 +135,7 @@ impl Root {
             .flatten()
             .unwrap_or_default();
         let config = Config::parse(&bytes).map_err(|e| e.to_string())?;
+        let keys = crate::verify::Keys::resolve(&config, |name| std::env::var(name).ok())?;
         let metrics = Metrics::define();
         let buckets = NodeBuckets::new(&HOST, BUCKET_PREFIX, BUCKET_SLOTS);
         let fixed = [
@@ -153,6 +156,7 @@ impl Root {
             node: std::cell::OnceCell::new(),
             metrics,
             queue_id,
+            keys,
         };
         let changed = reload::note_limit_changes(&HOST, &runtime.config);
         if !changed.is_empty() {

@@ -29,6 +29,10 @@ pub struct EdgeSpec {
     pub concurrency: u32,
     /// The plugin configuration (the filter's JSON).
     pub filter_config: serde_json::Value,
+    /// Environment variables for the filter's VM: set in Envoy's process
+    /// environment and passed by name through `vm_config.environment_variables.host_env_keys`,
+    /// so their values (signing secrets) never appear in the bootstrap or `config_dump`.
+    pub vm_env: Vec<(String, String)>,
 }
 
 impl EdgeSpec {
@@ -47,6 +51,7 @@ impl EdgeSpec {
             store_port,
             concurrency: 2,
             filter_config,
+            vm_env: Vec::new(),
         }
     }
 }
@@ -118,13 +123,44 @@ pub fn render(spec: &EdgeSpec, wasm: &Path) -> String {
         .replace("{{STORE_PORT}}", &spec.store_port.to_string())
         .replace("{{WASM}}", &wasm.display().to_string())
         .replace("{{CONFIG}}", &config)
+        .replace("{{VM_ENV_KEYS}}", &vm_env_keys(spec))
+}
+
+/// The names in every `host_env_keys: [A, B]` line of an Envoy config.
+pub fn host_env_keys(config: &str) -> Vec<String> {
+    config
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("host_env_keys:"))
+        .flat_map(|list| {
+            list.trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split(',')
+                .map(|n| n.trim().trim_matches('"').to_string())
+                .filter(|n| !n.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The names of `spec.vm_env` as a YAML flow list (a JSON array).
+fn vm_env_keys(spec: &EdgeSpec) -> String {
+    let names: Vec<&str> = spec.vm_env.iter().map(|(k, _)| k.as_str()).collect();
+    serde_json::to_string(&names).unwrap_or_else(|_| "[]".into())
 }
 
 /// `envoy --mode validate -c file`: Ok, or Err with Envoy's output.
 pub fn validate(file: &Path) -> Result<(), String> {
+    validate_with_env(file, &[])
+}
+
+/// [`validate`] with `env` in Envoy's environment (the values of the VM
+/// environment variables a config names, which its `on_configure` reads).
+pub fn validate_with_env(file: &Path, env: &[(String, String)]) -> Result<(), String> {
     let out = Command::new(paths::envoy_bin())
         .args(["--mode", "validate", "--disable-hot-restart", "-c"])
         .arg(file)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .map_err(|e| format!("cannot run envoy: {e}"))?;
     let text = format!(
@@ -196,6 +232,9 @@ impl Edge {
             // Several edges run on one machine: no shared-memory hot restart.
             .arg("--disable-hot-restart")
             .args(["--log-level", "info", "--drain-time-s", "1"]);
+        for (name, value) in &spec.vm_env {
+            cmd.env(name, value);
+        }
         let proc = Proc::spawn("envoy", cmd, &dir.join("envoy.log"));
         Edge {
             proc,
@@ -415,5 +454,23 @@ mod tests {
             .find(|l| l.contains("{{"));
         assert_eq!(left, None, "placeholder left in:\n{text}");
         assert!(text.contains(r#"value: "{\"a\":\"b\\\"c\"}""#), "{text}");
+    }
+
+    #[test]
+    fn vm_env_passes_names_not_values() {
+        let mut spec = EdgeSpec::new("edge-t", 1, 2, serde_json::json!({}));
+        assert!(render(&spec, Path::new("/x.wasm")).contains("host_env_keys: []"));
+        spec.vm_env = vec![("ANKUSA_GH_SECRET".into(), "s3cret-value".into())];
+        let text = render(&spec, Path::new("/x.wasm"));
+        assert!(
+            text.contains(r#"host_env_keys: ["ANKUSA_GH_SECRET"]"#),
+            "{text}"
+        );
+        assert!(!text.contains("s3cret-value"), "{text}");
+        assert_eq!(host_env_keys(&text), ["ANKUSA_GH_SECRET"]);
+        assert_eq!(
+            host_env_keys("  host_env_keys: [A, B]\n  host_env_keys: []\n"),
+            ["A", "B"]
+        );
     }
 }

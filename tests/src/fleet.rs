@@ -35,6 +35,8 @@ pub struct FleetSpec {
     pub filter_config: serde_json::Value,
     /// Envoy worker threads per edge.
     pub concurrency: u32,
+    /// Environment variables of every edge's filter VM (signing secrets), see [`EdgeSpec::vm_env`].
+    pub vm_env: Vec<(String, String)>,
 }
 
 impl FleetSpec {
@@ -44,6 +46,7 @@ impl FleetSpec {
             base_port: None,
             filter_config,
             concurrency: 2,
+            vm_env: Vec::new(),
         }
     }
 }
@@ -172,6 +175,7 @@ impl Fleet {
                 store_port: ports.store,
                 concurrency: spec.concurrency,
                 filter_config: spec.filter_config.clone(),
+                vm_env: spec.vm_env.clone(),
             }));
         }
         for edge in &mut fleet.edges {

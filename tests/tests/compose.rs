@@ -171,9 +171,12 @@ fn compose_file_is_valid_and_everything_it_mounts_exists_and_validates() {
             .find(|(_, container)| *container == config)
             .unwrap_or_else(|| panic!("{name}'s config {config} is not mounted from the host"));
         let rendered = scratch.join(format!("{name}.yaml"));
-        std::fs::write(&rendered, as_seen_on_host(host, &service.binds))
-            .expect("write rendered config");
+        let text = as_seen_on_host(host, &service.binds);
+        std::fs::write(&rendered, &text).expect("write rendered config");
+        // The secrets the container gets from its env file; any value will do here.
+        let secrets = ankusa_testkit::envoy::host_env_keys(&text);
         let out = Command::new(envoy_bin())
+            .envs(secrets.iter().map(|n| (n, "validate-only-secret")))
             .args([
                 "--mode",
                 "validate",

@@ -16,6 +16,8 @@ use crate::gcra::Quota;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+mod verify;
+
 const TOP: &[&str] = &[
     "node",
     "sources",
@@ -24,7 +26,7 @@ const TOP: &[&str] = &[
     "fleet",
     "max_body_bytes",
 ];
-const SOURCE: &[&str] = &["tenant", "dedupe", "ttl_ms"];
+const SOURCE: &[&str] = &["tenant", "dedupe", "ttl_ms", "verify"];
 const RATE_LIMITS: &[&str] = &["scope", "default", "tenants"];
 const LIMITS: &[&str] = &["rate", "burst", "bytes_rate", "bytes_burst"];
 const DEDUPE: &[&str] = &["scope"];
@@ -106,6 +108,10 @@ fn source(obj: &Obj) -> Result<Source, ConfigError> {
         tenant: obj.string("tenant")?.map(str::to_string),
         dedupe,
         ttl_ms: obj.u64("ttl_ms")?.unwrap_or(DEFAULT_TTL_MS),
+        verify: match obj.object("verify", verify::VERIFY)? {
+            Some(rule) => Some(verify::rule(&rule)?),
+            None => None,
+        },
     })
 }
 

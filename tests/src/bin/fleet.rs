@@ -1,4 +1,4 @@
-//! `fleet --edges N --base-port P [--filter-config FILE] [--release]`
+//! `fleet --edges N --base-port P [--filter-config FILE] [--vm-env NAME]… [--release]`
 //!
 //! Starts Redis, ankusa-store, the intake and N Envoy edges, prints one line
 //! `READY {json}` on stdout once every part answers, and stops them all on
@@ -29,6 +29,11 @@ struct Args {
     /// Run the release builds of ankusa-store and intake (target/release).
     #[arg(long)]
     release: bool,
+    /// An environment variable of this process to hand to every edge's filter
+    /// VM (a signing secret a `verify` names); repeatable. Only the name
+    /// reaches Envoy's configuration.
+    #[arg(long = "vm-env", value_name = "NAME")]
+    vm_env: Vec<String>,
 }
 
 fn spec(args: &Args) -> Result<FleetSpec, String> {
@@ -53,11 +58,20 @@ fn spec(args: &Args) -> Result<FleetSpec, String> {
                 .map_err(|e| format!("--filter-config {}: not JSON: {e}", path.display()))?
         }
     };
+    let vm_env = args
+        .vm_env
+        .iter()
+        .map(|name| match std::env::var(name) {
+            Ok(value) if !value.is_empty() => Ok((name.clone(), value)),
+            _ => Err(format!("--vm-env {name}: not set in the environment")),
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(FleetSpec {
         edges: args.edges,
         base_port: Some(args.base_port),
         filter_config,
         concurrency: args.concurrency,
+        vm_env,
     })
 }
 

@@ -1,8 +1,9 @@
 //! `mock-provider --edges URL[,URL..] --events N --rate R --profile P --tenant T
 //! --source S --redeliver 0.2 --deadline-s D --intake URL [--json]`
 //!
-//! Exit status: 0 when nothing acknowledged was lost, 1 when something was,
-//! 3 when the audit could not be made.
+//! Exit status: 0 when nothing acknowledged was lost and every forgery was
+//! refused 401, 1 when something was lost or a forgery was not refused, 3 when
+//! the audit could not be made.
 
 use ankusa_tests::provider::{self, Options, Profile};
 use clap::Parser;
@@ -51,6 +52,14 @@ struct Args {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// The environment variable holding the secret to sign with (the one the
+    /// edges verify with); without it, a built-in test secret.
+    #[arg(long, value_name = "NAME")]
+    secret_env: Option<String>,
+    /// Share of events (0..=1) that also get a forged delivery: same event id
+    /// and body, signed with a wrong secret, a stale timestamp, or not at all.
+    #[arg(long, default_value_t = 0.0, value_name = "SHARE")]
+    forge: f64,
 }
 
 fn check(args: &Args) -> Result<(), String> {
@@ -63,6 +72,7 @@ fn check(args: &Args) -> Result<(), String> {
     };
     share("redeliver", args.redeliver)?;
     share("concurrent", args.concurrent)?;
+    share("forge", args.forge)?;
     if !(args.rate.is_finite() && args.rate > 0.0) {
         return Err(format!(
             "--rate must be a positive number of events per second, got {}",
@@ -92,6 +102,16 @@ fn main() {
         eprintln!("mock-provider: {e}");
         std::process::exit(2);
     }
+    let secret = match &args.secret_env {
+        None => provider::profile::DEFAULT_SECRET.to_string(),
+        Some(name) => match std::env::var(name) {
+            Ok(value) if !value.is_empty() => value,
+            _ => {
+                eprintln!("mock-provider: --secret-env {name}: not set in the environment");
+                std::process::exit(2);
+            }
+        },
+    };
     let options = Options {
         edges: args.edges.clone(),
         events: args.events,
@@ -107,6 +127,8 @@ fn main() {
             .seed
             .unwrap_or_else(|| ankusa_tests::ids::Rng::from_entropy().next_u64()),
         progress: !args.quiet,
+        secret,
+        forge: args.forge,
     };
     let summary = provider::deliver_and_audit(&options, args.intake.as_deref());
     if args.json {
@@ -118,8 +140,10 @@ fn main() {
     } else {
         print!("{}", summary.table());
     }
+    let forgery_passed = summary.tally.forged_rejected != summary.tally.forged_sent;
     let code = match (summary.lost, args.intake.is_some()) {
         (Some(n), _) if n > 0 => 1,
+        _ if forgery_passed => 1,
         (None, true) => 3,
         _ => 0,
     };

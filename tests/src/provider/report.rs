@@ -35,8 +35,12 @@ pub struct Tally {
     pub unacknowledged: u64,
     /// Deliveries never sent (the deadline came first).
     pub not_sent: u64,
-    /// Answers by status code.
+    /// Answers by status code (real deliveries only).
     pub answers: BTreeMap<u16, u64>,
+    /// Forged deliveries sent (`--forge`); not counted in `sent` or `requests`.
+    pub forged_sent: u64,
+    /// Forged deliveries answered 401. Must equal `forged_sent`.
+    pub forged_rejected: u64,
     #[serde(skip)]
     pub in_flight: u64,
 }
@@ -83,7 +87,7 @@ impl Summary {
             self.tenant,
             self.source
         );
-        let rows: [(&str, String); 14] = [
+        let rows: [(&str, String); 15] = [
             (
                 "sent",
                 format!(
@@ -105,6 +109,10 @@ impl Summary {
             (
                 "requests",
                 format!("{}  [{}]", t.requests, answers.join(", ")),
+            ),
+            (
+                "forged (401)",
+                format!("{} sent, {} refused 401", t.forged_sent, t.forged_rejected),
             ),
             ("elapsed", format!("{:.1} s", self.elapsed_s)),
             ("stored (GET /hooks)", or_dash(self.stored)),

@@ -5,7 +5,7 @@
 //! `Retry-After` holds no worker thread; `concurrency` threads send whatever
 //! is due, each request on its own connection (as providers do).
 
-use super::profile::{Event, Profile};
+use super::profile::{Event, Forgery, Profile};
 use super::report::{Progress, Tally, Waiting};
 use crate::ids::Rng;
 
@@ -43,6 +43,12 @@ pub struct Options {
     pub seed: u64,
     /// Print a progress line on stderr every second.
     pub progress: bool,
+    /// The secret real deliveries are signed with.
+    pub secret: String,
+    /// Share of events (0..=1) that also get one forged delivery (same event
+    /// id and body, wrong secret, stale timestamp or no signature) sent at
+    /// the same moment to an edge; never retried, every one must be 401.
+    pub forge: f64,
 }
 
 impl Options {
@@ -61,6 +67,8 @@ enum Kind {
     /// Sent at the same moment as the first, to another edge (two provider
     /// workers racing).
     Concurrent,
+    /// A forgery of the event: sent once, never retried, must be refused 401.
+    Forged,
 }
 
 #[derive(Debug)]
@@ -115,9 +123,14 @@ pub struct Outcome {
 pub fn run(options: &Options) -> Outcome {
     let mut rng = Rng::new(options.seed);
     let unix_s = crate::ids::now_ms() / 1000;
-    let events: Vec<Event> = (0..options.events)
-        .map(|i| options.profile.event(&mut rng, i, unix_s))
+    let mut events: Vec<Event> = (0..options.events)
+        .map(|i| {
+            options
+                .profile
+                .event_signed(&mut rng, i, unix_s, &options.secret)
+        })
         .collect();
+    let real_events = events.len();
     let edges = options.edges.len().max(1);
     let start = Instant::now();
     let deadline = start + options.deadline;
@@ -169,9 +182,33 @@ pub fn run(options: &Options) -> Outcome {
             }
         }
     }
+    board.tally.events = real_events as u64;
+    board.tally.redeliveries = (board.deliveries.len() - real_events) as u64;
+    // Forgeries go after the real events in `events`, each due with the event it copies.
+    if options.forge > 0.0 {
+        let mut forge_rng = Rng::new(rng.next_u64());
+        for event in 0..real_events {
+            if forge_rng.next_f64() >= options.forge {
+                continue;
+            }
+            let how = Forgery::ALL[forge_rng.below(Forgery::ALL.len() as u64) as usize];
+            let forged = options
+                .profile
+                .forge(&events[event], &options.secret, unix_s, how);
+            events.push(forged);
+            board.deliveries.push(Delivery {
+                event: events.len() - 1,
+                edge: forge_rng.below(edges as u64) as usize,
+                kind: Kind::Forged,
+                started: false,
+                acked: false,
+                resolved: false,
+            });
+            let due = start + Duration::from_secs_f64(event as f64 / options.rate);
+            board.push(due, board.deliveries.len() - 1, 0);
+        }
+    }
     board.unresolved = board.deliveries.len();
-    board.tally.events = events.len() as u64;
-    board.tally.redeliveries = (board.deliveries.len() - events.len()) as u64;
 
     let shared = (Mutex::new(board), Condvar::new());
     let path = options.path();
@@ -187,6 +224,9 @@ pub fn run(options: &Options) -> Outcome {
     let mut acknowledged = vec![false; events.len()];
     let mut tally = board.tally;
     for d in &board.deliveries {
+        if d.kind == Kind::Forged {
+            continue;
+        }
         acknowledged[d.event] |= d.acked;
         match (d.started, d.acked) {
             (true, false) => tally.unacknowledged += 1,
@@ -194,6 +234,8 @@ pub fn run(options: &Options) -> Outcome {
             _ => {}
         }
     }
+    events.truncate(real_events);
+    acknowledged.truncate(real_events);
     Outcome {
         tally,
         events,
@@ -237,10 +279,15 @@ fn worker(
                 continue;
             };
             let d = &mut board.deliveries[delivery];
-            let (event, edge, first_send) = (d.event, d.edge, !d.started);
+            let (event, edge, first_send, forged) =
+                (d.event, d.edge, !d.started, d.kind == Kind::Forged);
             d.started = true;
-            board.tally.sent += u64::from(first_send);
-            board.tally.requests += 1;
+            if forged {
+                board.tally.forged_sent += 1;
+            } else {
+                board.tally.sent += u64::from(first_send);
+                board.tally.requests += 1;
+            }
             board.tally.in_flight += 1;
             (delivery, attempt, event, edge)
         };
@@ -259,6 +306,15 @@ fn worker(
         let mut board = lock(shared);
         let now = Instant::now();
         board.tally.in_flight -= 1;
+        if board.deliveries[delivery].kind == Kind::Forged {
+            // A forger neither retries nor honours Retry-After.
+            if answer.as_ref().is_ok_and(|a| a.status == 401) {
+                board.tally.forged_rejected += 1;
+            }
+            board.resolve(delivery, now);
+            shared.1.notify_all();
+            continue;
+        }
         let retry_after = match &answer {
             Ok(a) => {
                 *board.tally.answers.entry(a.status).or_default() += 1;

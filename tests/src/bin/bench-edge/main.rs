@@ -2,10 +2,12 @@
 //!
 //! What the filter costs an edge: the same Envoy, listener and route
 //! forwarding the same webhook POSTs to the intake, (a) without the wasm
-//! filter, (b) with it on node scopes (no store call) and (c) on fleet scopes
-//! (one call per hook to a release ankusa-store on a real Redis), quotas high
-//! enough that nothing is refused. Prints one table with each variant's rate,
-//! p50/p99 and their ratios to (a). Run by scripts/bench-edge.sh, which builds
+//! filter, (b) with it on node scopes (no store call), (d) the same with the
+//! source verifying GitHub signatures (the body buffered and its HMAC checked)
+//! and (c) on fleet scopes (one call per hook to a release ankusa-store on a
+//! real Redis), quotas high enough that nothing is refused. Prints one table
+//! with each variant's rate, p50/p99 and their ratios to (a), and what
+//! verification costs per hook in Envoy CPU, (d) beside (b). Run by scripts/bench-edge.sh, which builds
 //! the release artefacts first.
 
 use ankusa_testkit::envoy::{fleet_filter_config, render, Edge, EdgeSpec};
@@ -50,7 +52,18 @@ struct Variant {
     name: &'static str,
     /// The plugin configuration; `None` removes the wasm filter.
     config: Option<Value>,
+    /// Hooks are signed ([`SIGNED_BODY`], `x-hub-signature-256`) and the
+    /// filter's VM holds the secret.
+    signed: bool,
 }
+
+/// The verified variant's secret, passed to Envoy's VM by name.
+const SECRET_ENV: &str = "ANKUSA_BENCH_GH_SECRET";
+const SECRET: &str = "bench-edge-github-secret";
+/// [`BODY`] as it reads for a six-digit counter: the same bytes to hash for
+/// every hook, so one signature serves the whole run (deliveries still differ
+/// by their `x-github-delivery`).
+const SIGNED_BODY: &str = r#"{"zen":"Design for failure.","n":100000}"#;
 
 fn variants() -> Vec<Variant> {
     // Both filter variants differ only in scope; no tenant can be refused.
@@ -65,21 +78,32 @@ fn variants() -> Vec<Variant> {
     if let Some(map) = node.as_object_mut() {
         map.remove("fleet");
     }
+    let mut verified = node.clone();
+    verified["sources"]["gh"]["verify"] = json!({"scheme": "github", "secret_env": [SECRET_ENV]});
     vec![
         Variant {
             key: 'a',
             name: "bare Envoy (no filter)",
             config: None,
+            signed: false,
         },
         Variant {
             key: 'b',
             name: "filter, node scopes",
             config: Some(node),
+            signed: false,
+        },
+        Variant {
+            key: 'd',
+            name: "filter, node, verify",
+            config: Some(verified),
+            signed: true,
         },
         Variant {
             key: 'c',
             name: "filter, fleet scopes",
             config: Some(fleet),
+            signed: false,
         },
     ]
 }
@@ -209,6 +233,9 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
             variant.config.clone().unwrap_or_else(|| json!({})),
         );
         spec.concurrency = args.concurrency;
+        if variant.signed {
+            spec.vm_env = vec![(SECRET_ENV.to_string(), SECRET.to_string())];
+        }
         let mut edge = match &variant.config {
             Some(_) => Edge::spawn(spec),
             None => {
@@ -217,20 +244,30 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
             }
         };
         edge.wait_ready(Duration::from_secs(60));
-        let spec = |tag: String, duration: Duration| LoadSpec {
-            url: edge.url(PATH),
-            method: "POST".to_string(),
-            headers: vec![
+        let signed = variant.signed;
+        let spec = |tag: String, duration: Duration| {
+            let mut headers = vec![
                 ("content-type".to_string(), "application/json".to_string()),
                 // A fresh delivery per hook: none is a duplicate, every one a claim.
                 ("x-github-delivery".to_string(), format!("{tag}-{{i}}")),
                 ("x-intake-status".to_string(), INTAKE_STATUS.to_string()),
-            ],
-            body: BODY.to_string(),
-            clients: args.clients,
-            duration,
-            expect_body: None,
-            timeout: Duration::from_secs(10),
+            ];
+            let body = if signed {
+                headers.push(("x-hub-signature-256".to_string(), signature()));
+                SIGNED_BODY
+            } else {
+                BODY
+            };
+            LoadSpec {
+                url: edge.url(PATH),
+                method: "POST".to_string(),
+                headers,
+                body: body.to_string(),
+                clients: args.clients,
+                duration,
+                expect_body: None,
+                timeout: Duration::from_secs(10),
+            }
         };
         load::run(&spec(format!("warm-{}", variant.key), warmup))?;
         let pids = [
@@ -264,6 +301,17 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
     print_table(&rows);
     print_cpu(&rows, args.concurrency, measured);
     Ok(rows)
+}
+
+/// GitHub's signature of [`SIGNED_BODY`] under [`SECRET`].
+fn signature() -> String {
+    use ankusa_core::verify::{body_mac, Encoding};
+    body_mac::sign(
+        SECRET.as_bytes(),
+        "sha256=",
+        Encoding::Hex,
+        SIGNED_BODY.as_bytes(),
+    )
 }
 
 /// Every `/v1/hit` the store answered, whatever the result.
@@ -305,7 +353,7 @@ mod tests {
     #[test]
     fn the_filter_variants_differ_only_in_scope() {
         let v = variants();
-        let (node, fleet) = (v[1].config.clone().unwrap(), v[2].config.clone().unwrap());
+        let (node, fleet) = (v[1].config.clone().unwrap(), v[3].config.clone().unwrap());
         assert_eq!(node["rate_limits"]["scope"], "node");
         assert_eq!(fleet["rate_limits"]["scope"], "fleet");
         assert_eq!(node["sources"], fleet["sources"]);
@@ -314,5 +362,19 @@ mod tests {
             fleet["rate_limits"]["tenants"]
         );
         assert!(node.get("fleet").is_none());
+    }
+
+    #[test]
+    fn the_verified_variant_is_node_scopes_plus_verify() {
+        let v = variants();
+        let (node, mut verified) = (v[1].config.clone().unwrap(), v[2].config.clone().unwrap());
+        assert_eq!(v[2].key, 'd');
+        assert!(v[2].signed && !v[1].signed);
+        verified["sources"]["gh"]
+            .as_object_mut()
+            .unwrap()
+            .remove("verify");
+        assert_eq!(node, verified);
+        assert_eq!(SIGNED_BODY.len(), BODY.replace("{i}", "100000").len());
     }
 }

@@ -35,6 +35,12 @@ impl Row {
         if v.config.is_some() && self.admitted == 0.0 {
             return Some(format!("({}) the filter admitted nothing", v.key));
         }
+        if v.signed && self.report.non_2xx > 0 {
+            return Some(format!(
+                "({}) {} signed hooks were refused",
+                v.key, self.report.non_2xx
+            ));
+        }
         if v.key == 'c' && self.store_hits == 0.0 {
             return Some(format!("({}) the store saw no /v1/hit", v.key));
         }
@@ -103,6 +109,18 @@ pub fn print_cpu(rows: &[Row], concurrency: u32, measured: Duration) {
             " {:>14} {:>12}",
             per_hook(row.cpu[0]),
             per_hook(row.cpu.iter().sum())
+        );
+    }
+    let envoy_us = |key: char| {
+        rows.iter()
+            .find(|r| r.variant.key == key && r.report.ok > 0)
+            .map(|r| r.cpu[0] * 1e6 / r.report.ok as f64)
+    };
+    if let (Some(b), Some(d)) = (envoy_us('b'), envoy_us('d')) {
+        println!(
+            "verification: (d) {d:.0} vs (b) {b:.0} Envoy CPU µs/hook: {:+.0} µs per hook, ratio d/b {:.2}",
+            d - b,
+            d / b
         );
     }
 }

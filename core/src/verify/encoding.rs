@@ -1,0 +1,67 @@
+//! Hex and base64 as signatures and secrets write them.
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+
+/// Lower- or upper-case hex; None if any byte isn't a hex digit or the length is odd.
+pub fn hex(text: &[u8]) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    text.chunks(2)
+        .map(|pair| Some(nibble(pair[0])? << 4 | nibble(pair[1])?))
+        .collect()
+}
+
+fn nibble(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Standard base64 with padding, as Shopify and Standard Webhooks write it.
+pub fn base64(text: &[u8]) -> Option<Vec<u8>> {
+    STANDARD.decode(text).ok()
+}
+
+/// Lower-case hex of `bytes` (for signing in tests and the mock provider).
+pub fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
+}
+
+/// Standard base64 of `bytes`.
+pub fn to_base64(bytes: &[u8]) -> String {
+    STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn hex_round_trips_and_refuses_bad_digits() {
+        assert_eq!(hex(b"00ffA0"), Some(vec![0, 255, 160]));
+        assert_eq!(to_hex(&[0, 255, 160]), "00ffa0");
+        assert_eq!(hex(b"0"), None);
+        assert_eq!(hex(b"zz"), None);
+        assert_eq!(hex(b""), Some(vec![]));
+    }
+
+    #[test]
+    fn base64_round_trips_and_refuses_garbage() {
+        assert_eq!(base64(b"AAH/"), Some(vec![0, 1, 255]));
+        assert_eq!(to_base64(&[0, 1, 255]), "AAH/");
+        assert_eq!(base64(b"!!!!"), None);
+    }
+}

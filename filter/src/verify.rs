@@ -1,0 +1,148 @@
+//! Signature checks of the sources that configure `verify`: the secrets
+//! read from the VM environment at `on_configure`, and the one call the
+//! hook makes once its body is in.
+
+use crate::headers::RequestHeaders;
+use crate::plan::LocalReply;
+use ankusa_core::config::Config;
+use ankusa_core::verify::{self, Refusal, Scheme};
+use std::collections::BTreeMap;
+
+/// Each verified source's scheme and the signing keys of its secrets.
+#[derive(Default)]
+pub struct Keys {
+    sources: BTreeMap<String, (Scheme, Vec<Vec<u8>>)>,
+}
+
+impl Keys {
+    /// Reads every secret a `verify` names through `env` (the VM environment).
+    /// A missing, empty or unreadable one refuses the configuration, naming
+    /// the source and the variable, never the value.
+    pub fn resolve(config: &Config, env: impl Fn(&str) -> Option<String>) -> Result<Keys, String> {
+        let mut sources = BTreeMap::new();
+        for (id, source) in &config.sources {
+            let Some(rule) = &source.verify else { continue };
+            let mut keys = Vec::with_capacity(rule.secret_env.len());
+            for name in &rule.secret_env {
+                let field = format!("sources.{id}.verify.secret_env");
+                let value = env(name).ok_or_else(|| {
+                    format!("{field}: environment variable {name} is not set in the VM (pass it through vm_config.environment_variables.host_env_keys)")
+                })?;
+                let key = rule
+                    .scheme
+                    .key(&value)
+                    .map_err(|why| format!("{field}: environment variable {name} {why}"))?;
+                keys.push(key);
+            }
+            sources.insert(id.clone(), (rule.scheme.clone(), keys));
+        }
+        Ok(Keys { sources })
+    }
+
+    /// Whether `source_id` verifies its deliveries (and so needs the body).
+    pub fn verifies(&self, source_id: &str) -> bool {
+        self.sources.contains_key(source_id)
+    }
+
+    /// Checks one delivery of `source_id`; Ok for a source without `verify`.
+    pub fn check(
+        &self,
+        source_id: &str,
+        headers: &RequestHeaders,
+        body: Option<&[u8]>,
+        now_s: u64,
+    ) -> Result<(), Refusal> {
+        let Some((scheme, keys)) = self.sources.get(source_id) else {
+            return Ok(());
+        };
+        verify::verify(
+            scheme,
+            keys,
+            |name| headers.get(name),
+            body.unwrap_or_default(),
+            now_s,
+        )
+    }
+}
+
+/// The 401 of a refused delivery: `{"error":"bad_signature"}` or `{"error":"stale_timestamp"}`.
+pub fn unverified(refusal: Refusal) -> LocalReply {
+    LocalReply {
+        status: 401,
+        body: serde_json::json!({"error": refusal.as_str()}).to_string(),
+        retry_after: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = r#"{"sources": {
+        "gh": {"tenant": "acme", "verify": {"scheme": "github", "secret_env": ["GH_NEW", "GH_OLD"]}},
+        "sw": {"tenant": "acme", "verify": {"scheme": "standard_webhooks", "secret_env": "SW"}},
+        "open": {"tenant": "acme"}},
+        "rate_limits": {"default": {"rate": 1, "burst": 1}}}"#;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    fn config() -> Config {
+        Config::parse(CONFIG.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_missing_secret_names_its_variable() {
+        let e = Keys::resolve(&config(), env(&[("GH_NEW", "a"), ("SW", "whsec_AAAA")]))
+            .err()
+            .unwrap();
+        assert!(
+            e.starts_with("sources.gh.verify.secret_env: environment variable GH_OLD is not set"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_bad_whsec_secret_names_its_variable_not_its_value() {
+        let e = Keys::resolve(
+            &config(),
+            env(&[("GH_NEW", "a"), ("GH_OLD", "b"), ("SW", "whsec_!!secret!!")]),
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("environment variable SW"), "{e}");
+        assert!(!e.contains("!!secret!!"), "{e}");
+    }
+
+    #[test]
+    fn either_secret_signs_and_unverified_sources_pass() {
+        let keys = Keys::resolve(
+            &config(),
+            env(&[("GH_NEW", "new"), ("GH_OLD", "old"), ("SW", "whsec_AAAA")]),
+        )
+        .unwrap();
+        assert!(keys.verifies("gh") && keys.verifies("sw") && !keys.verifies("open"));
+        for secret in [b"new".as_slice(), b"old"] {
+            let sig = verify::body_mac::sign(secret, "sha256=", verify::Encoding::Hex, b"{}");
+            let headers =
+                RequestHeaders::from_pairs(vec![("x-hub-signature-256".into(), sig.into_bytes())]);
+            assert_eq!(keys.check("gh", &headers, Some(b"{}"), 0), Ok(()));
+        }
+        let none = RequestHeaders::default();
+        assert_eq!(
+            keys.check("gh", &none, Some(b"{}"), 0),
+            Err(Refusal::BadSignature)
+        );
+        assert_eq!(keys.check("open", &none, None, 0), Ok(()));
+        assert_eq!(
+            unverified(Refusal::StaleTimestamp).body,
+            r#"{"error":"stale_timestamp"}"#
+        );
+    }
+}
