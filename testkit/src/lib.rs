@@ -8,12 +8,14 @@
 //! - [`intake`]: the sample intake (the upstream the edges forward to).
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
 //! - [`envoy`]: a real Envoy edge with the Ankusa filter.
+//! - [`prometheus`]: a real Prometheus scraping them, and `promtool`.
 
 pub mod envoy;
 pub mod http;
 pub mod intake;
 pub mod paths;
 pub mod ports;
+pub mod prometheus;
 pub mod process;
 pub mod redis;
 pub mod store;
