@@ -15,8 +15,8 @@ pub mod http;
 pub mod intake;
 pub mod paths;
 pub mod ports;
-pub mod prometheus;
 pub mod process;
+pub mod prometheus;
 pub mod redis;
 pub mod store;
 

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const SETUP_HINT: &str = "Debian's `prometheus` package (prometheus, promtool) is not installed: run scripts/setup.sh";
+const SETUP_HINT: &str =
+    "Debian's `prometheus` package (prometheus, promtool) is not installed: run scripts/setup.sh";
 
 /// The path of `name` (`prometheus` or `promtool`) on PATH; panics with the
 /// setup hint when it is missing, so a test never passes by skipping.
@@ -37,7 +38,8 @@ pub fn promtool(args: &[&str], stdin: Option<&str>) -> (i32, String) {
         .unwrap_or_else(|e| panic!("cannot run promtool: {e}"));
     if let Some(mut pipe) = child.stdin.take() {
         if let Some(text) = stdin {
-            pipe.write_all(text.as_bytes()).expect("write promtool stdin");
+            pipe.write_all(text.as_bytes())
+                .expect("write promtool stdin");
         }
     }
     let out = child.wait_with_output().expect("wait for promtool");
@@ -98,15 +100,19 @@ impl Prometheus {
         std::fs::write(&config_file, config).expect("write prometheus.yml");
         let mut cmd = Command::new(bin);
         cmd.arg(format!("--config.file={}", config_file.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--log.level=warn");
         let mut proc = Proc::spawn("prometheus", cmd, &dir.join("prometheus.log"));
         proc.wait_for_port(port, Duration::from_secs(30));
         let prometheus = Prometheus { proc, port, dir };
-        let ready = prometheus.wait(Duration::from_secs(30), || {
-            matches!(http::get(&prometheus.url("/-/ready")), Ok(r) if r.status == 200)
-        });
+        let ready = prometheus.wait(
+            Duration::from_secs(30),
+            || matches!(http::get(&prometheus.url("/-/ready")), Ok(r) if r.status == 200),
+        );
         assert!(
             ready,
             "prometheus never became ready:\n{}",
@@ -124,7 +130,11 @@ impl Prometheus {
         let url = self.url(&format!("/api/v1/query?query={}", encode(promql)));
         match http::get(&url) {
             Ok(r) => serde_json::from_slice(&r.body).unwrap_or_else(|e| {
-                panic!("prometheus answered {} with non-JSON ({e}): {}", r.status, r.text())
+                panic!(
+                    "prometheus answered {} with non-JSON ({e}): {}",
+                    r.status,
+                    r.text()
+                )
             }),
             Err(e) => panic!("GET {url}: {e}\n{}", self.proc.log_tail()),
         }

@@ -227,7 +227,11 @@ fn compose_file_is_valid_and_everything_it_mounts_exists_and_validates() {
         .iter()
         .filter(|(_, s)| s.target.as_deref() == Some("edge"))
         .collect();
-    assert_eq!(edges.len(), 2, "two Envoy edges built from the `edge` stage");
+    assert_eq!(
+        edges.len(),
+        2,
+        "two Envoy edges built from the `edge` stage"
+    );
     let scratch = ankusa_testkit::process::scratch_dir("compose");
     for (name, service) in edges {
         // The image has the filter compiled in: map each file the edge stage
@@ -285,8 +289,7 @@ fn compose_file_is_valid_and_everything_it_mounts_exists_and_validates() {
             .find(|(_, container)| *container == config)
             .unwrap_or_else(|| panic!("{name}'s config {config} is not mounted from the host"));
         let rendered = scratch.join(format!("{name}.yaml"));
-        std::fs::write(&rendered, as_seen_on_host(host, &files))
-            .expect("write rendered config");
+        std::fs::write(&rendered, as_seen_on_host(host, &files)).expect("write rendered config");
         let out = Command::new(envoy_bin())
             .args([
                 "--mode",
@@ -361,7 +364,10 @@ fn compose_prometheus_scrapes_compose_services_and_the_dashboards_listen_on_loop
     );
     for target in &targets {
         let host = target.split(':').next().unwrap_or_default();
-        assert!(services.contains_key(host), "{target} is not a compose service");
+        assert!(
+            services.contains_key(host),
+            "{target} is not a compose service"
+        );
     }
     for name in ["prometheus", "grafana"] {
         let ports = &services[name].ports;

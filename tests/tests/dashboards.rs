@@ -12,7 +12,10 @@ use std::collections::BTreeSet;
 
 #[test]
 fn the_alert_rules_pass_promtool_check_rules() {
-    let (code, out) = promtool(&["check", "rules", &alerts_path().display().to_string()], None);
+    let (code, out) = promtool(
+        &["check", "rules", &alerts_path().display().to_string()],
+        None,
+    );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("SUCCESS: 6 rules found"), "{out}");
 }
@@ -20,7 +23,11 @@ fn the_alert_rules_pass_promtool_check_rules() {
 #[test]
 fn the_scrape_config_passes_promtool_check_config_with_its_rules() {
     let (code, out) = promtool(
-        &["check", "config", &scrape_config_path().display().to_string()],
+        &[
+            "check",
+            "config",
+            &scrape_config_path().display().to_string(),
+        ],
         None,
     );
     assert_eq!(code, 0, "{out}");

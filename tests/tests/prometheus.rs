@@ -182,13 +182,25 @@ fn a_real_prometheus_sees_admissions_then_degraded_when_the_store_stops_and_the_
     }
     let mut named: Vec<(String, String)> = dashboard_queries()
         .into_iter()
-        .flat_map(|(title, expr)| metric_names(&expr).into_iter().map(move |m| (title.clone(), m)))
+        .flat_map(|(title, expr)| {
+            metric_names(&expr)
+                .into_iter()
+                .map(move |m| (title.clone(), m))
+        })
         .collect();
-    for group in prom.rules()["data"]["groups"].as_array().into_iter().flatten() {
+    for group in prom.rules()["data"]["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         for rule in group["rules"].as_array().into_iter().flatten() {
             let query = rule["query"].as_str().unwrap_or_default();
             let name = rule["name"].as_str().unwrap_or_default();
-            named.extend(metric_names(query).into_iter().map(|m| (name.to_string(), m)));
+            named.extend(
+                metric_names(query)
+                    .into_iter()
+                    .map(|m| (name.to_string(), m)),
+            );
         }
     }
     assert!(named.len() > 10, "{named:?}");
@@ -209,7 +221,12 @@ fn a_real_prometheus_sees_admissions_then_degraded_when_the_store_stops_and_the_
         while edge.stat(r#"ankusa_fleet_limiter_degraded{kind="rate_limit"}"#) != 1.0
             || edge.stat("ankusa_fleet_breaker_state") == 0.0
         {
-            assert!(i < 40, "{} never degraded:\n{}", edge.spec.node, edge.log_tail());
+            assert!(
+                i < 40,
+                "{} never degraded:\n{}",
+                edge.spec.node,
+                edge.log_tail()
+            );
             deliver(edge, &format!("prom-down-{e}-{i}"));
             i += 1;
         }
@@ -227,9 +244,13 @@ fn a_real_prometheus_sees_admissions_then_degraded_when_the_store_stops_and_the_
         prom.vector(r#"up{job="ankusa-store"}"#)
     );
     let pending = prom.wait(SEEN_WITHIN, || {
-        ["AnkusaLimiterDegraded", "AnkusaStoreDown", "AnkusaBreakerOpen"]
-            .iter()
-            .all(|a| matches!(alert_state(&prom, a).as_str(), "pending" | "firing"))
+        [
+            "AnkusaLimiterDegraded",
+            "AnkusaStoreDown",
+            "AnkusaBreakerOpen",
+        ]
+        .iter()
+        .all(|a| matches!(alert_state(&prom, a).as_str(), "pending" | "firing"))
     });
     assert!(pending, "alerts: {:?}", loaded_rules(&prom));
     let per_edge_and_kind = prom.wait(SEEN_WITHIN, || {
@@ -255,13 +276,21 @@ fn promtool_check_metrics_is_clean_on_the_store_and_on_the_edges_ankusa_metrics(
     let redis = Redis::start();
     let store = Store::start(&redis.url());
     let intake = Intake::start();
-    let edge = Edge::start(EdgeSpec::new("edge-lint", intake.port, store.port, config()));
+    let edge = Edge::start(EdgeSpec::new(
+        "edge-lint",
+        intake.port,
+        store.port,
+        config(),
+    ));
     // Two admitted hooks: store calls observed in the histograms, settles sent.
     assert_eq!(deliver(&edge, "lint-1"), 201);
     assert_eq!(deliver(&edge, "lint-2"), 201);
 
     let store_text = scrape(&store.url_of("/metrics"));
-    assert!(store_text.contains("ankusa_store_requests_total"), "{store_text}");
+    assert!(
+        store_text.contains("ankusa_store_requests_total"),
+        "{store_text}"
+    );
     let problems = lint(&store_text);
     assert!(problems.is_empty(), "store /metrics: {problems:#?}");
 

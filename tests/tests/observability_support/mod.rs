@@ -35,8 +35,8 @@ pub fn as_promql(expr: &str) -> Result<String, String> {
 /// Every (panel title, PromQL) of the shipped dashboard.
 pub fn dashboard_queries() -> Vec<(String, String)> {
     let path = dashboard_path();
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     let dashboard: serde_json::Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
     queries_of(&dashboard).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
