@@ -51,38 +51,6 @@ pub fn promtool(args: &[&str], stdin: Option<&str>) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-/// One scrape job: its name, metrics path and `host:port` targets.
-#[derive(Clone, Debug)]
-pub struct Job {
-    pub name: String,
-    pub metrics_path: String,
-    pub targets: Vec<String>,
-}
-
-/// A config scraping `jobs` every second and evaluating `rule_files` every second.
-pub fn config(jobs: &[Job], rule_files: &[&Path]) -> String {
-    let mut text = String::from(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n",
-    );
-    if !rule_files.is_empty() {
-        text.push_str("rule_files:\n");
-        for f in rule_files {
-            text.push_str(&format!("  - \"{}\"\n", f.display()));
-        }
-    }
-    text.push_str("scrape_configs:\n");
-    for job in jobs {
-        let targets: Vec<String> = job.targets.iter().map(|t| format!("\"{t}\"")).collect();
-        text.push_str(&format!(
-            "  - job_name: \"{}\"\n    metrics_path: \"{}\"\n    static_configs:\n      - targets: [{}]\n",
-            job.name,
-            job.metrics_path,
-            targets.join(", ")
-        ));
-    }
-    text
-}
-
 /// A running Prometheus on a free loopback port.
 pub struct Prometheus {
     pub proc: Proc,
@@ -91,11 +59,17 @@ pub struct Prometheus {
 }
 
 impl Prometheus {
-    /// Starts with `config` (YAML text) and waits for `/-/ready`.
-    pub fn start(config: &str) -> Prometheus {
+    /// Starts with `config` (YAML text) written beside copies of `files`
+    /// (so a relative `rule_files` entry finds them), and waits for `/-/ready`.
+    pub fn start(config: &str, files: &[&Path]) -> Prometheus {
         let bin = require("prometheus");
         let port = free_port();
         let dir = scratch_dir("prometheus");
+        for file in files {
+            let name = file.file_name().unwrap_or_default();
+            std::fs::copy(file, dir.join(name))
+                .unwrap_or_else(|e| panic!("copy {}: {e}", file.display()));
+        }
         let config_file = dir.join("prometheus.yml");
         std::fs::write(&config_file, config).expect("write prometheus.yml");
         let mut cmd = Command::new(bin);
@@ -203,22 +177,6 @@ mod tests {
         assert_eq!(
             encode(r#"sum by (le) (rate(a{b="c"}[1m]))"#),
             "sum%20by%20%28le%29%20%28rate%28a%7Bb%3D%22c%22%7D%5B1m%5D%29%29"
-        );
-    }
-
-    #[test]
-    fn config_names_every_job_and_rule_file() {
-        let jobs = [Job {
-            name: "ankusa-edge".into(),
-            metrics_path: "/stats/prometheus".into(),
-            targets: vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()],
-        }];
-        let text = config(&jobs, &[Path::new("/r/alerts.yml")]);
-        assert!(text.contains("  - \"/r/alerts.yml\"\n"), "{text}");
-        assert!(text.contains("job_name: \"ankusa-edge\""), "{text}");
-        assert!(
-            text.contains("targets: [\"127.0.0.1:1\", \"127.0.0.1:2\"]"),
-            "{text}"
         );
     }
 }

@@ -1,6 +1,6 @@
 //! What an operator's Prometheus sees: a real Prometheus (Debian's package)
-//! scrapes a real fleet (Redis, store, two Envoy edges, intake) with the
-//! shipped alert rules loaded, and reports the admissions the edges counted,
+//! with the shipped scrape config and alert rules scrapes a real fleet (Redis,
+//! store, two Envoy edges, intake), and reports the admissions the edges counted,
 //! the degraded gauge turning 1 when the store stops, and the alerts going
 //! pending. Every dashboard query runs against it and every metric a query or
 //! an alert names is checked against a live scrape. promtool's metric lint is
@@ -11,7 +11,7 @@ mod observability_support;
 use ankusa_testkit::envoy::{fleet_filter_config, Edge, EdgeSpec};
 use ankusa_testkit::http;
 use ankusa_testkit::intake::Intake;
-use ankusa_testkit::prometheus::{self, Job, Prometheus};
+use ankusa_testkit::prometheus::{self, Prometheus};
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
 use observability_support::*;
@@ -101,22 +101,13 @@ fn a_real_prometheus_sees_admissions_then_degraded_when_the_store_stops_and_the_
         .map(|node| Edge::start(EdgeSpec::new(node, intake.port, store.port, config())))
         .collect();
 
-    let jobs = [
-        Job {
-            name: "ankusa-edge".into(),
-            metrics_path: "/stats/prometheus".into(),
-            targets: edges
-                .iter()
-                .map(|e| format!("127.0.0.1:{}", e.spec.admin_port))
-                .collect(),
-        },
-        Job {
-            name: "ankusa-store".into(),
-            metrics_path: "/metrics".into(),
-            targets: vec![format!("127.0.0.1:{}", store.port)],
-        },
-    ];
-    let prom = Prometheus::start(&prometheus::config(&jobs, &[&alerts_path()]));
+    // The shipped scrape config and alert rules, pointed at this fleet.
+    let admins: Vec<String> = edges
+        .iter()
+        .map(|e| format!("127.0.0.1:{}", e.spec.admin_port))
+        .collect();
+    let prometheus_yml = shipped_config_for(&admins, &format!("127.0.0.1:{}", store.port));
+    let prom = Prometheus::start(&prometheus_yml, &[&alerts_path()]);
 
     // More than the tenant's burst, across both edges: some admitted, some 429.
     for i in 0..12 {

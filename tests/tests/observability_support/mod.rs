@@ -151,3 +151,37 @@ pub fn lint(text: &str) -> Vec<String> {
     );
     problems
 }
+
+/// The shipped scrape config with its compose targets replaced by loopback
+/// ones and its intervals by 1 s; panics if one of them is not found, so a
+/// change to the shipped file cannot silently leave the test on stale text.
+pub fn shipped_config_for(edge_admins: &[String], store: &str) -> String {
+    let text = std::fs::read_to_string(scrape_config_path()).expect("read prometheus.yml");
+    let quoted = |ts: &[String]| {
+        ts.iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let swaps = [
+        (
+            r#"["edge-1:9901", "edge-2:9901"]"#.to_string(),
+            format!("[{}]", quoted(edge_admins)),
+        ),
+        (r#"["store:7070"]"#.to_string(), format!("[\"{store}\"]")),
+        (
+            "scrape_interval: 5s".to_string(),
+            "scrape_interval: 1s".to_string(),
+        ),
+        (
+            "evaluation_interval: 5s".to_string(),
+            "evaluation_interval: 1s".to_string(),
+        ),
+    ];
+    let mut out = text;
+    for (from, to) in swaps {
+        assert!(out.contains(&from), "prometheus.yml no longer has {from}");
+        out = out.replace(&from, &to);
+    }
+    out
+}
