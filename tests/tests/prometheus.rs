@@ -141,12 +141,16 @@ fn a_real_prometheus_sees_admissions_then_degraded_when_the_store_stops_and_the_
 
     // Every dashboard query is valid PromQL to this Prometheus, and every
     // metric a query or an alert names is in a live scrape.
+    // Each also finds series once two scrapes fall in its 1m window (a job
+    // name or label the fleet doesn't have would leave a panel empty).
     for (title, expr) in dashboard_queries() {
         let answer = prom.query(&expr);
         assert_eq!(
             answer["status"], "success",
             "panel {title:?}: {expr}\n{answer}"
         );
+        let shows = prom.wait(SEEN_WITHIN, || !prom.vector(&expr).is_empty());
+        assert!(shows, "panel {title:?} finds no series: {expr}");
     }
     let all_loaded = prom.wait(SEEN_WITHIN, || {
         let rules = loaded_rules(&prom);
