@@ -22,6 +22,7 @@ cargo clippy -p ankusa-filter --target wasm32-wasip1 -- -D warnings
 
 step "promtool: alert rules, scrape config, dashboard queries"
 promtool check rules deploy/prometheus/alerts.yml
+promtool test rules deploy/prometheus/alerts.test.yml
 promtool check config deploy/prometheus/prometheus.yml
 cargo test -q -p ankusa-tests --test dashboards
 

@@ -1,5 +1,6 @@
 //! The shipped dashboard, alert rules and scrape config, checked without a
-//! fleet: promtool accepts the rules and the config, every dashboard query
+//! fleet: promtool accepts the rules and the config, the alerts fire after
+//! their `for:` and not before (`promtool test rules`), every dashboard query
 //! parses as PromQL (and a query that does not parse fails the check), and the
 //! dashboard shows each signal operators need. `tests/tests/prometheus.rs`
 //! runs them against a real Prometheus scraping a real fleet.
@@ -18,6 +19,31 @@ fn the_alert_rules_pass_promtool_check_rules() {
     );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("SUCCESS: 6 rules found"), "{out}");
+}
+
+#[test]
+fn the_alerts_fire_after_their_for_and_not_before_in_promtool_test_rules() {
+    let tests = alerts_path().with_file_name("alerts.test.yml");
+    let (code, out) = promtool(&["test", "rules", &tests.display().to_string()], None);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("SUCCESS"), "{out}");
+    // Every shipped alert has a case.
+    let cases = std::fs::read_to_string(&tests).expect("read alerts.test.yml");
+    for alert in [
+        "AnkusaLimiterDegraded",
+        "AnkusaBreakerOpen",
+        "AnkusaSettleDropped",
+        "AnkusaStoreDown",
+        "AnkusaRedisDown",
+        "AnkusaHigh409Rate",
+    ] {
+        assert!(
+            cases.contains(&format!(
+                "alertname: {alert}\n        exp_alerts:\n          - "
+            )),
+            "no case of alerts.test.yml sees {alert} fire"
+        );
+    }
 }
 
 #[test]
