@@ -14,6 +14,7 @@
 //! - [`event_key`]: the provider event id a hook is deduplicated on.
 //! - [`route`]: which tenant and source a request path is for.
 //! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
+//! - [`token`]: the bearer token edges present to the store, and its constant-time check.
 
 pub mod breaker;
 pub mod cas;
@@ -23,4 +24,5 @@ pub mod gcra;
 pub mod hook_id;
 pub mod node_buckets;
 pub mod route;
+pub mod token;
 pub mod wire;

@@ -7,6 +7,7 @@ use crate::http::{self, Response};
 use crate::paths;
 use crate::ports::free_port;
 use crate::process::{scratch_dir, Proc};
+use crate::token::{run_token, EDGE_TOKEN_ENV};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -156,7 +157,7 @@ impl Edge {
     /// Starts Envoy with its listener from file-based LDS, so [`Edge::reload`]
     /// can change the plugin configuration while it runs; waits until ready.
     pub fn start_lds(spec: EdgeSpec) -> Edge {
-        let mut edge = Edge::spawn_inner(spec, |b| b, true);
+        let mut edge = Edge::spawn_inner(spec, |b| b, true, Some(run_token()));
         edge.wait_ready(Duration::from_secs(30));
         edge
     }
@@ -164,10 +165,26 @@ impl Edge {
     /// Starts Envoy without waiting, on the rendered bootstrap as `tweak` rewrites it
     /// (a test's variant of one cluster, say).
     pub fn spawn_with(spec: EdgeSpec, tweak: impl FnOnce(String) -> String) -> Edge {
-        Edge::spawn_inner(spec, tweak, false)
+        Edge::spawn_inner(spec, tweak, false, Some(run_token()))
     }
 
-    fn spawn_inner(spec: EdgeSpec, tweak: impl FnOnce(String) -> String, lds: bool) -> Edge {
+    /// Starts Envoy with `token` (or none) as the store token in its
+    /// environment instead of the run's, and waits until ready.
+    pub fn start_with_token(spec: EdgeSpec, token: Option<&str>) -> Edge {
+        let mut edge = Edge::spawn_inner(spec, |b| b, false, token);
+        edge.wait_ready(Duration::from_secs(30));
+        edge
+    }
+
+    /// Every edge gets the store token through Envoy's environment: the
+    /// bootstrap only names the variable (`host_env_keys`), so the token is in
+    /// neither the file, Envoy's command line, nor its config dump.
+    fn spawn_inner(
+        spec: EdgeSpec,
+        tweak: impl FnOnce(String) -> String,
+        lds: bool,
+        token: Option<&str>,
+    ) -> Edge {
         let dir = scratch_dir(&format!("edge-{}", spec.node));
         let bootstrap = dir.join("edge.yaml");
         let mut text = tweak(render(&spec, &paths::filter_wasm()));
@@ -196,6 +213,10 @@ impl Edge {
             // Several edges run on one machine: no shared-memory hot restart.
             .arg("--disable-hot-restart")
             .args(["--log-level", "info", "--drain-time-s", "1"]);
+        match token {
+            Some(token) => cmd.env(EDGE_TOKEN_ENV, token),
+            None => cmd.env_remove(EDGE_TOKEN_ENV),
+        };
         let proc = Proc::spawn("envoy", cmd, &dir.join("envoy.log"));
         Edge {
             proc,

@@ -8,6 +8,7 @@
 //! - [`intake`]: the sample intake (the upstream the edges forward to).
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
 //! - [`envoy`]: a real Envoy edge with the Ankusa filter.
+//! - [`token`]: the store token of a test run, passed to store and edges by environment.
 
 pub mod envoy;
 pub mod http;
@@ -17,5 +18,6 @@ pub mod ports;
 pub mod process;
 pub mod redis;
 pub mod store;
+pub mod token;
 
 pub use process::Proc;

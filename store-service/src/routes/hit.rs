@@ -1,6 +1,7 @@
 //! `POST /v1/hit`: every charge and the claim in one script call.
 
 use super::{budget, count, json, read_json, within, Reply, Shared};
+use crate::backend::Backend;
 use crate::errors::StoreError;
 use crate::keys;
 use ankusa_core::wire::{HitAnswer, HitRequest};
@@ -15,7 +16,14 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     hit.validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
     check_exact(&hit)?;
-    let answer = within(budget, run(shared, &hit)).await?;
+    let backend = std::sync::Arc::clone(&shared.backend);
+    let answer = within(
+        shared,
+        "hit",
+        budget,
+        async move { run(&backend, &hit).await },
+    )
+    .await?;
     let result = match &answer {
         HitAnswer::Ok => "ok",
         HitAnswer::Duplicate { .. } => "duplicate",
@@ -37,8 +45,7 @@ fn check_exact(hit: &HitRequest) -> Result<(), StoreError> {
     }
 }
 
-async fn run(shared: &Shared, hit: &HitRequest) -> Result<HitAnswer, StoreError> {
-    let backend = &shared.backend;
+async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitAnswer, StoreError> {
     let mut conn = backend.conn()?;
     let mut call = backend.scripts.hit.prepare_invoke();
     for charge in &hit.charges {
