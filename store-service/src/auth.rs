@@ -5,12 +5,16 @@
 //!
 //! Tokens come from `--token-file` (one per line) and the
 //! `ANKUSA_STORE_TOKENS` environment variable (comma separated), never from a
-//! flag that `ps` would show. They are never logged nor echoed.
+//! flag that `ps` would show. They are never logged nor echoed. SIGHUP reads
+//! the token file again.
 
 use crate::config::Config;
 use ankusa_core::token::{bearer_token, check_token, matches_any};
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::{Arc, RwLock};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::task::JoinHandle;
 
 /// The environment variable holding accepted tokens, comma separated.
 pub const TOKENS_ENV: &str = "ANKUSA_STORE_TOKENS";
@@ -92,6 +96,42 @@ impl Tokens {
     }
 }
 
+/// The tokens of `config`: its `tokens` (from ANKUSA_STORE_TOKENS) and those
+/// of `--token-file`.
+fn gather(config: &Config) -> Result<Tokens, String> {
+    let mut tokens = config.tokens.clone();
+    if let Some(path) = &config.token_file {
+        tokens.extend(&Tokens::from_file(path)?);
+    }
+    Ok(tokens)
+}
+
+/// The policy as routes see it; `--token-file` can be read again while the
+/// store runs (SIGHUP), so it sits behind a lock.
+pub type SharedAuth = Arc<RwLock<Auth>>;
+
+/// Reads `--token-file` again on every SIGHUP, so a token can be added or
+/// removed without a restart. A file that can't be used (unreadable, empty,
+/// a malformed token) is logged and the tokens in force are kept.
+pub fn spawn_reload_on_sighup(config: Config, auth: SharedAuth) -> Option<JoinHandle<()>> {
+    config.token_file.as_ref()?;
+    let mut hangup = signal(SignalKind::hangup())
+        .map_err(|e| log::warn!("SIGHUP will not reload --token-file: {e}"))
+        .ok()?;
+    Some(tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            match gather(&config) {
+                Ok(tokens) if !tokens.is_empty() => {
+                    log::info!("SIGHUP: token file read again ({} accepted)", tokens.len());
+                    *auth.write().unwrap_or_else(|p| p.into_inner()) = Auth::Required(tokens);
+                }
+                Ok(_) => log::error!("SIGHUP: no token read; the tokens in force are kept"),
+                Err(e) => log::error!("SIGHUP: {e}; the tokens in force are kept"),
+            }
+        }
+    }))
+}
+
 /// Why a `/v1/*` call was refused (the `reason` label of
 /// `ankusa_store_unauthorized_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,10 +165,7 @@ impl Auth {
     /// decides the policy for a store listening on `listen`. With no token
     /// the store refuses to start unless `--insecure-no-auth` is given.
     pub fn from_config(config: &Config, listen: SocketAddr) -> Result<Auth, String> {
-        let mut tokens = config.tokens.clone();
-        if let Some(path) = &config.token_file {
-            tokens.extend(&Tokens::from_file(path)?);
-        }
+        let tokens = gather(config)?;
         match (tokens.is_empty(), config.insecure_no_auth) {
             (false, true) => Err(format!(
                 "--insecure-no-auth and {} token(s) were both given: drop one of them",

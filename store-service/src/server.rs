@@ -1,7 +1,7 @@
 //! The listener loop: HTTP/1.1 keep-alive and cleartext HTTP/2 (prior
 //! knowledge) on one port, and a graceful stop that flushes queued settles.
 
-use crate::auth::Auth;
+use crate::auth::{self, Auth};
 use crate::backend::Backend;
 use crate::batcher;
 use crate::config::{Config, RedisTarget};
@@ -34,6 +34,8 @@ pub async fn run(
         .map_err(|e| format!("--listen {}: {e}", config.listen))?;
     let auth = Auth::from_config(&config, listen)?;
     auth.announce(listen);
+    let auth = Arc::new(std::sync::RwLock::new(auth));
+    let reload = auth::spawn_reload_on_sighup(config.clone(), Arc::clone(&auth));
     let metrics = Arc::new(Metrics::new());
     let backend = Backend::new(target, metrics);
     let monitor = backend.spawn_monitor();
@@ -118,6 +120,9 @@ pub async fn run(
         log::warn!("settle flush did not finish within {DRAIN_GRACE:?}");
     }
     monitor.abort();
+    if let Some(reload) = reload {
+        reload.abort();
+    }
     Ok(())
 }
 

@@ -245,7 +245,13 @@ fn published(block: &[String]) -> Vec<Published> {
             Some(rest) => (true, rest.trim()),
             None => (false, text),
         };
-        let number = |v: &str| v.trim().trim_matches('\'').trim_matches('"').parse::<u16>().ok();
+        let number = |v: &str| {
+            v.trim()
+                .trim_matches('\'')
+                .trim_matches('"')
+                .parse::<u16>()
+                .ok()
+        };
         if item && !text.contains(": ") && !text.ends_with(':') {
             // Short form: [ip:]host:container[/proto].
             let spec = text.trim_matches('\'').trim_matches('"');
@@ -308,7 +314,10 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
             .map(str::len)
             .max()
             .unwrap_or(0);
-        assert!(longest_hex < 24, "a token-like literal in docker-compose.yml: {line}");
+        assert!(
+            longest_hex < 24,
+            "a token-like literal in docker-compose.yml: {line}"
+        );
     }
     let Some(yaml) = normalized_config() else {
         return;
@@ -317,7 +326,9 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
     let store = &blocks["store"];
     assert_eq!(published(store), [], "the store publishes a port");
     assert!(
-        store.iter().any(|l| l.trim() == "ANKUSA_STORE_TOKEN_FILE: /run/secrets/store_token"),
+        store
+            .iter()
+            .any(|l| l.trim() == "ANKUSA_STORE_TOKEN_FILE: /run/secrets/store_token"),
         "the store reads its tokens from the secret:\n{}",
         store.join("\n")
     );
@@ -325,9 +336,15 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
         let ports = published(&blocks[name]);
         let admin: Vec<&Published> = ports.iter().filter(|p| p.target == 9901).collect();
         assert_eq!(admin.len(), 1, "{name}: {ports:?}");
-        assert_eq!(admin[0].host_ip.as_deref(), Some("127.0.0.1"), "{name}: {ports:?}");
+        assert_eq!(
+            admin[0].host_ip.as_deref(),
+            Some("127.0.0.1"),
+            "{name}: {ports:?}"
+        );
         assert!(
-            blocks[name].iter().any(|l| l.trim() == "- source: store_token"),
+            blocks[name]
+                .iter()
+                .any(|l| l.trim() == "- source: store_token"),
             "{name} gets the store token secret"
         );
     }
@@ -346,10 +363,22 @@ fn reads_published_ports_in_both_forms() {
     assert_eq!(
         published(&block),
         [
-            Published { host_ip: None, target: 10000 },
-            Published { host_ip: local(), target: 9901 },
-            Published { host_ip: local(), target: 8080 },
-            Published { host_ip: None, target: 7070 },
+            Published {
+                host_ip: None,
+                target: 10000
+            },
+            Published {
+                host_ip: local(),
+                target: 9901
+            },
+            Published {
+                host_ip: local(),
+                target: 8080
+            },
+            Published {
+                host_ip: None,
+                target: 7070
+            },
         ]
     );
 }

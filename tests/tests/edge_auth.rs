@@ -43,8 +43,16 @@ fn forged_promote_is_refused_and_the_real_delivery_is_stored() {
 
     let delivered = deliver(&edge, "/webhooks/gh", "forged-1");
     assert_eq!(delivered.status, 201, "{}", delivered.text());
-    assert_eq!(delivered.json()["duplicate"], json!(null), "{}", delivered.text());
-    let id = delivered.json()["id"].as_str().unwrap_or_default().to_string();
+    assert_eq!(
+        delivered.json()["duplicate"],
+        json!(null),
+        "{}",
+        delivered.text()
+    );
+    let id = delivered.json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert_ne!(id, forged_id);
     assert!(
         eventually(Duration::from_secs(10), || intake
@@ -70,7 +78,14 @@ fn edges_present_the_token_and_it_shows_in_no_dump_file_or_command_line() {
         1.0
     );
     assert_eq!(edge.stat("ankusa_fleet_fallback_total"), 0.0);
-    assert_eq!(metric_sum(&store.url_of("/metrics"), "ankusa_store_unauthorized_total", ""), 0.0);
+    assert_eq!(
+        metric_sum(
+            &store.url_of("/metrics"),
+            "ankusa_store_unauthorized_total",
+            ""
+        ),
+        0.0
+    );
 
     let token = run_token();
     let dump = request(
@@ -82,10 +97,19 @@ fn edges_present_the_token_and_it_shows_in_no_dump_file_or_command_line() {
     )
     .expect("admin answers");
     assert_eq!(dump.status, 200);
-    assert!(dump.text().contains("ANKUSA_STORE_TOKEN"), "the dump names the variable");
-    assert!(!dump.text().contains(token), "the token is in Envoy's config dump");
+    assert!(
+        dump.text().contains("ANKUSA_STORE_TOKEN"),
+        "the dump names the variable"
+    );
+    assert!(
+        !dump.text().contains(token),
+        "the token is in Envoy's config dump"
+    );
     let bootstrap = std::fs::read_to_string(edge.dir.join("edge.yaml")).expect("bootstrap");
-    assert!(!bootstrap.contains(token), "the token is in the bootstrap file");
+    assert!(
+        !bootstrap.contains(token),
+        "the token is in the bootstrap file"
+    );
     for pid in [edge.proc.pid(), store.proc.pid()] {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline");
         assert!(
@@ -115,7 +139,11 @@ fn an_edge_without_the_token_falls_back_and_is_counted() {
     for (edge, delivery) in [(&bare, "bare-1"), (&stale, "stale-1")] {
         let res = deliver(edge, "/webhooks/gh", delivery);
         assert_eq!(res.status, 201, "{}", res.text());
-        assert!(edge.stat("ankusa_fleet_fallback_total") >= 1.0, "{}", edge.log_tail());
+        assert!(
+            edge.stat("ankusa_fleet_fallback_total") >= 1.0,
+            "{}",
+            edge.log_tail()
+        );
     }
     assert!(
         bare.log().contains("ANKUSA_STORE_TOKEN is not set"),
@@ -124,6 +152,39 @@ fn an_edge_without_the_token_falls_back_and_is_counted() {
     );
     assert!(store.metric(r#"ankusa_store_unauthorized_total{reason="missing"}"#) >= 1.0);
     assert!(store.metric(r#"ankusa_store_unauthorized_total{reason="invalid"}"#) >= 1.0);
-    assert!(!stale.log().contains(&stale_token), "the token is in Envoy's log");
+    assert!(
+        !stale.log().contains(&stale_token),
+        "the token is in Envoy's log"
+    );
     assert_eq!(redis.cli(&["EXISTS", &claim_key("bare-1")]), "0");
+}
+
+/// A token Envoy can't send as `Bearer <token>` (too short, a space inside)
+/// refuses the configuration, naming the variable and never the token.
+#[test]
+fn a_malformed_token_refuses_the_configuration_naming_the_variable() {
+    for bad in ["short-tok", "has a space inside it"] {
+        let spec = EdgeSpec::new(
+            "edge-badtoken",
+            ankusa_testkit::ports::free_port(),
+            ankusa_testkit::ports::free_port(),
+            fleet_config(100, 5),
+        );
+        let mut edge = Edge::spawn_with_token(spec, Some(bad));
+        let exited = edge.wait_exit(Duration::from_secs(30));
+        let log = edge.log();
+        let line = log
+            .lines()
+            .find(|l| l.contains("ankusa: configuration refused"))
+            .unwrap_or_else(|| panic!("no refusal logged for {bad:?}:\n{}", edge.log_tail()));
+        assert!(line.contains("ANKUSA_STORE_TOKEN: the token"), "{line}");
+        assert!(!log.contains(bad), "the token is in Envoy's log");
+        assert!(
+            exited.is_some()
+                || !eventually(Duration::from_secs(1), || {
+                    ankusa_testkit::ports::is_listening(edge.spec.listen_port)
+                }),
+            "a refused config must not serve"
+        );
+    }
 }

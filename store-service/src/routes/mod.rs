@@ -5,7 +5,7 @@ mod hit;
 mod reset;
 mod settle;
 
-use crate::auth::Auth;
+use crate::auth::SharedAuth;
 use crate::backend::Backend;
 use crate::batcher::Settler;
 use crate::errors::StoreError;
@@ -33,7 +33,7 @@ pub struct Shared {
     pub backend: Arc<Backend>,
     pub settler: Settler,
     pub max_budget: Duration,
-    pub auth: Auth,
+    pub auth: SharedAuth,
 }
 
 pub type Reply = Response<Full<Bytes>>;
@@ -54,7 +54,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
     // is looked at: an unauthenticated caller learns nothing about routes.
     if path.starts_with("/v1/") {
         let presented = req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes);
-        if let Err(refusal) = shared.auth.check(presented) {
+        let checked = shared
+            .auth
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .check(presented);
+        if let Err(refusal) = checked {
             shared
                 .backend
                 .metrics

@@ -302,3 +302,52 @@ fn attack_a_reset_of_another_tenant_is_refused() {
     );
     assert_eq!(redis.cli(&["KEYS", "ankusa:{acme}:rl:*"]), before);
 }
+
+#[test]
+fn sighup_reads_the_token_file_again_and_a_bad_file_keeps_the_tokens() {
+    let redis = Redis::start();
+    let (old, new) = (fresh_token("old"), fresh_token("new"));
+    let file = scratch_dir("store-rotate").join("tokens");
+    std::fs::write(&file, format!("{old}\n")).expect("write");
+    let store = Store::start_with_env(
+        free_port(),
+        &redis.url(),
+        &["--token-file", &file.display().to_string()],
+        &[],
+    );
+    assert!(
+        store.wait_ready(Duration::from_secs(10)),
+        "{}",
+        store.proc.log_tail()
+    );
+    let status = |token: &str, key: &str| post(&store, "/v1/hit", Some(token), &hit(key)).status;
+    assert_eq!((status(&old, "a"), status(&new, "b")), (200, 401));
+
+    let reread = |expected_log: &str| {
+        store.proc.signal("HUP");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !store.proc.log_tail().contains(expected_log) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}",
+                store.proc.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // Rotation: both, then only the new one.
+    std::fs::write(&file, format!("{new}\n{old}\n")).expect("write");
+    reread("read again (2 accepted)");
+    assert_eq!((status(&old, "c"), status(&new, "d")), (200, 200));
+    std::fs::write(&file, format!("{new}\n")).expect("write");
+    reread("read again (1 accepted)");
+    assert_eq!((status(&old, "e"), status(&new, "f")), (401, 200));
+    // An emptied file locks nobody out: the tokens in force stay.
+    std::fs::write(&file, "# emptied by mistake\n").expect("write");
+    reread("the tokens in force are kept");
+    assert_eq!(status(&new, "g"), 200);
+    assert!(
+        !store.proc.log_tail().contains(&new),
+        "a token is in the log"
+    );
+}
