@@ -71,7 +71,7 @@ impl Config {
             settle_window_ms: 2,
             settle_batch_max: 2000,
             settle_queue_max: 100_000,
-            header_read_timeout_ms: 5000,
+            header_read_timeout_ms: 30_000,
             token_file: None,
             insecure_no_auth: true,
             tokens: Tokens::default(),
