@@ -40,6 +40,7 @@ pub async fn run(
     let backend = Backend::new(target, metrics);
     let monitor = backend.spawn_monitor();
     let (draining_tx, draining_rx) = watch::channel(false);
+    let stopping = draining_rx.clone();
     let (settler, batcher_task) = batcher::spawn(
         Arc::clone(&backend),
         config.settle_window(),
@@ -86,12 +87,17 @@ pub async fn run(
         let service = service_fn(move |req| routes::handle(Arc::clone(&shared), req));
         let builder = builder.clone();
         let watcher = graceful.watcher();
+        let mut stopping = stopping.clone();
         tokio::spawn(async move {
             // hyper's header timeout starts once the protocol is known; the
             // first bytes that tell HTTP/1.1 from HTTP/2 get the same bound.
-            if !protocol_known_within(&stream, header_timeout).await {
-                log::debug!("connection: no request within {header_timeout:?}");
-                return;
+            // A stop doesn't wait for a connection that hasn't said anything.
+            tokio::select! {
+                known = protocol_known_within(&stream, header_timeout) => if !known {
+                    log::debug!("connection: no request within {header_timeout:?}");
+                    return;
+                },
+                _ = stopping.wait_for(|stopping| *stopping) => return,
             }
             let conn = builder
                 .serve_connection(TokioIo::new(stream), service)

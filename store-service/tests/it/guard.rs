@@ -198,3 +198,26 @@ async fn work_finishing_after_the_deadline_is_counted_late() {
     assert_eq!(service.metric(late).await, 1.0);
     service.stop().await;
 }
+
+/// A connection that never sends a byte does not hold up a stop: it was
+/// waited for until the header-read timeout (30 s by default), past the
+/// drain grace, so the stop took over 20 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_connection_does_not_delay_the_stop() {
+    let redis = Redis::start();
+    let service = Service::start(Config::for_redis(&redis.url())).await;
+    let addr = service.url.trim_start_matches("http://").to_string();
+    let silent = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let (status, _) = Http::new().get(&service.at("/healthz")).await;
+    assert_eq!(status, 200);
+    let started = Instant::now();
+    service.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the stop waited {:?} for a silent connection",
+        started.elapsed()
+    );
+    drop(silent);
+}
