@@ -1,5 +1,6 @@
 # The workspace's Rust services, one image per target:
-#   store    — ankusa-store (listens on $ANKUSA_STORE_LISTEN, Redis at $ANKUSA_REDIS_URL)
+#   store    — ankusa-store (listens on $ANKUSA_STORE_LISTEN, Redis at $ANKUSA_REDIS_URL,
+#              accepted tokens from $ANKUSA_STORE_TOKEN_FILE; docker-compose.yml mounts a secret)
 #   intake   — the sample intake (journal in /data)
 #   provider — the mock provider
 # The filter is not built here: Envoy loads target/wasm32-wasip1/release/ankusa_filter.wasm,
