@@ -1,7 +1,8 @@
 # The workspace's images, one per target:
 #   edge     — Envoy 1.40.0 with the Ankusa filter (compiled here for wasm32-wasip1)
 #              at /etc/ankusa/ankusa_filter.wasm; the bootstrap is mounted by docker-compose.yml
-#   store    — ankusa-store (listens on $ANKUSA_STORE_LISTEN, Redis at $ANKUSA_REDIS_URL)
+#   store    — ankusa-store (listens on $ANKUSA_STORE_LISTEN, Redis at $ANKUSA_REDIS_URL,
+#              accepted tokens from $ANKUSA_STORE_TOKEN_FILE; docker-compose.yml mounts a secret)
 #   intake   — the sample intake (journal in /data)
 #   provider — the mock provider
 # Nothing needs to be built on the host first: `docker compose up --build`.

@@ -31,6 +31,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A throw-away store token, passed by environment only (never on a command line).
+ANKUSA_STORE_TOKENS="bench-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+export ANKUSA_STORE_TOKENS
+
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 REDIS_PID=$!
 "$TARGET_DIR/release/ankusa-store" --listen "127.0.0.1:$STORE_PORT" --redis-url "redis://127.0.0.1:$REDIS_PORT/0" \
@@ -49,7 +53,7 @@ echo "machine: $(nproc) cores; $CLIENTS clients, ${SECONDS_RUN}s; Redis $(redis-
 # counts only if the store admitted it.
 HIT='{"charges":[{"kind":"hooks","tenant":"bench","units":1,"rate":1000000000,"burst":4294967296}],"claim":{"tenant":"bench","source_id":"gh","key":"k{i}","hook_id":"h{i}","node":"bench","ttl_ms":60000,"pending_ttl_ms":30000}}'
 STORE_LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT/v1/hit" \
-  --header content-type:application/json --body "$HIT" --expect-body '{"result":"ok"' \
+  --header content-type:application/json --bearer-env ANKUSA_STORE_TOKENS --body "$HIT" --expect-body '{"result":"ok"' \
   --clients "$CLIENTS" --seconds "$SECONDS_RUN")
 STORE_RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$STORE_LINE")
 echo "store  /v1/hit (HTTP/1.1 keep-alive):  $STORE_LINE"

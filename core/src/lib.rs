@@ -17,6 +17,7 @@
 //! - [`route`]: which tenant and source a request path is for.
 //! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
 //! - [`verify`]: provider signatures (GitHub, Stripe, Shopify, Standard Webhooks, Svix, generic HMAC).
+//! - [`token`]: the bearer token edges present to the store, and its constant-time check.
 
 pub mod breaker;
 pub mod cas;
@@ -29,4 +30,5 @@ pub mod limits;
 pub mod node_buckets;
 pub mod route;
 pub mod verify;
+pub mod token;
 pub mod wire;

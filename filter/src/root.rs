@@ -16,10 +16,12 @@ use ankusa_core::breaker::{Breaker, BreakerState};
 use ankusa_core::cas::{ensure_keys, CasStore};
 use ankusa_core::config::{Config, FleetConfig};
 use ankusa_core::node_buckets::NodeBuckets;
+use ankusa_core::token;
 use ankusa_core::wire::{self, ResetRequest};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{BufferType, ContextType, MapType, Status};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
@@ -37,6 +39,31 @@ pub const LIMITS_KEY: &str = "ankusa:limits";
 pub const RESETS_KEY: &str = "ankusa:resets";
 /// When the degraded warning was last logged (ms, u64 LE): once a minute node-wide.
 pub const WARNED_KEY: &str = "ankusa:warned";
+
+thread_local! {
+    /// `Bearer <token>` for every store call, read once per VM in
+    /// `on_configure` from the VM environment (never from the plugin
+    /// configuration, which Envoy's config dump shows). None: no credential.
+    static AUTHORIZATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Reads the store token from the VM environment (Envoy passes it with
+/// `vm_config.environment_variables.host_env_keys`). Without one, fleet calls
+/// go out bare: a store that requires a token answers 401 and every hook is
+/// answered from this node alone (`ankusa_fleet_fallback_total`).
+fn read_token(config: &Config) -> Result<(), String> {
+    let value = std::env::var(token::EDGE_TOKEN_ENV).ok();
+    let authorization = token::edge_authorization(value.as_deref())?;
+    if authorization.is_none() && config.uses_store() {
+        log::error!(
+            "ankusa: {} is not set in the VM environment: store calls carry no token; \
+             a store that requires one answers 401 and hooks are answered from this node alone",
+            token::EDGE_TOKEN_ENV
+        );
+    }
+    AUTHORIZATION.with(|a| *a.borrow_mut() = authorization);
+    Ok(())
+}
 
 /// The longest wait between two ticks of a root context (ms).
 pub const MAX_TICK_MS: u64 = 50;
@@ -135,6 +162,7 @@ impl Root {
             .flatten()
             .unwrap_or_default();
         let config = Config::parse(&bytes).map_err(|e| e.to_string())?;
+        read_token(&config)?;
         let keys = crate::verify::Keys::resolve(&config, |name| std::env::var(name).ok())?;
         let metrics = Metrics::define();
         let buckets = NodeBuckets::new(&HOST, BUCKET_PREFIX, BUCKET_SLOTS);
@@ -232,20 +260,26 @@ pub fn call_store(
     timeout_ms: u64,
 ) -> Result<u32, Status> {
     let budget = timeout_ms.to_string();
-    let headers = vec![
-        (":method", "POST"),
-        (":path", path),
-        (":authority", fleet.authority.as_str()),
-        ("content-type", "application/json"),
-        (wire::BUDGET_HEADER, budget.as_str()),
-    ];
-    hostcalls::dispatch_http_call(
-        &fleet.cluster,
-        headers,
-        Some(body),
-        vec![],
-        Duration::from_millis(timeout_ms),
-    )
+    AUTHORIZATION.with(|authorization| {
+        let authorization = authorization.borrow();
+        let mut headers = vec![
+            (":method", "POST"),
+            (":path", path),
+            (":authority", fleet.authority.as_str()),
+            ("content-type", "application/json"),
+            (wire::BUDGET_HEADER, budget.as_str()),
+        ];
+        if let Some(value) = authorization.as_deref() {
+            headers.push(("authorization", value));
+        }
+        hostcalls::dispatch_http_call(
+            &fleet.cluster,
+            headers,
+            Some(body),
+            vec![],
+            Duration::from_millis(timeout_ms),
+        )
+    })
 }
 
 /// A batch's fate: counted, and on failure queued again or dropped.

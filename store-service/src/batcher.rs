@@ -2,6 +2,11 @@
 //! flush takes what arrived within a short window (or up to a batch size)
 //! and sends each Redis node one pipeline, so a batch of any size costs one
 //! round trip per node.
+//!
+//! The queue is bounded in operations (not requests): each waiting or
+//! flushing operation holds a permit, and a settle that finds too few free is
+//! answered `overloaded` at once rather than growing memory while Redis is
+//! slow. The edge keeps the batch and retries it.
 
 use crate::backend::{Backend, Node};
 use crate::errors::StoreError;
@@ -11,7 +16,7 @@ use redis::{Pipeline, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -19,24 +24,55 @@ use tokio::time::Instant;
 struct Job {
     ops: Vec<SettleOp>,
     done: oneshot::Sender<Result<usize, StoreError>>,
+    /// Its room in the queue, given back once its flush is done.
+    room: OwnedSemaphorePermit,
 }
 
 /// The handle routes use to queue settle operations.
 #[derive(Clone)]
 pub struct Settler {
     tx: mpsc::UnboundedSender<Job>,
+    room: Room,
+}
+
+/// The queue's bound: one permit per operation waiting or flushing.
+#[derive(Clone)]
+struct Room {
+    free: Arc<Semaphore>,
+    max: usize,
+    backend: Arc<Backend>,
+}
+
+impl Room {
+    /// Sets `ankusa_store_settle_queued_ops`.
+    fn show(&self) {
+        let queued = self.max - self.free.available_permits();
+        self.backend.metrics.settle_queued_ops.set(queued as i64);
+    }
 }
 
 impl Settler {
-    /// Queues `ops`; the receiver yields once their flush is done.
-    pub fn submit(&self, ops: Vec<SettleOp>) -> oneshot::Receiver<Result<usize, StoreError>> {
+    /// Queues `ops`; the receiver yields once their flush is done. When the
+    /// queue has no room for them, `overloaded` at once. A request larger
+    /// than the whole queue is taken when the queue is empty.
+    pub fn submit(
+        &self,
+        ops: Vec<SettleOp>,
+    ) -> Result<oneshot::Receiver<Result<usize, StoreError>>, StoreError> {
+        let wanted = ops.len().clamp(1, self.room.max) as u32;
+        let room = Arc::clone(&self.room.free)
+            .try_acquire_many_owned(wanted)
+            .map_err(|_| StoreError::Overloaded {
+                queued_max: self.room.max,
+            })?;
+        self.room.show();
         let (done, rx) = oneshot::channel();
-        if let Err(mpsc::error::SendError(job)) = self.tx.send(Job { ops, done }) {
+        if let Err(mpsc::error::SendError(job)) = self.tx.send(Job { ops, done, room }) {
             let _ = job.done.send(Err(StoreError::RedisUnavailable(
                 "the settle queue is closed".into(),
             )));
         }
-        rx
+        Ok(rx)
     }
 }
 
@@ -46,11 +82,26 @@ pub fn spawn(
     backend: Arc<Backend>,
     window: Duration,
     batch_max: usize,
+    queue_max: usize,
     draining: watch::Receiver<bool>,
 ) -> (Settler, tokio::task::JoinHandle<()>) {
+    // Permits are taken in u32 counts.
+    let queue_max = queue_max.clamp(1, u32::MAX as usize);
     let (tx, rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(run(rx, backend, window, batch_max.max(1), draining));
-    (Settler { tx }, task)
+    let room = Room {
+        free: Arc::new(Semaphore::new(queue_max)),
+        max: queue_max,
+        backend: Arc::clone(&backend),
+    };
+    let task = tokio::spawn(run(
+        rx,
+        backend,
+        window,
+        batch_max.max(1),
+        draining,
+        room.clone(),
+    ));
+    (Settler { tx, room }, task)
 }
 
 async fn run(
@@ -59,6 +110,7 @@ async fn run(
     window: Duration,
     batch_max: usize,
     mut draining: watch::Receiver<bool>,
+    room: Room,
 ) {
     let mut flushes = JoinSet::new();
     while let Some(first) = rx.recv().await {
@@ -79,7 +131,12 @@ async fn run(
             }
         }
         // Flush in the background so the next batch gathers meanwhile.
-        flushes.spawn(flush(Arc::clone(&backend), jobs));
+        let room = room.clone();
+        let backend = Arc::clone(&backend);
+        flushes.spawn(async move {
+            flush(backend, jobs).await;
+            room.show();
+        });
         while flushes.try_join_next().is_some() {}
     }
     while flushes.join_next().await.is_some() {}
@@ -95,8 +152,10 @@ async fn flush(backend: Arc<Backend>, jobs: Vec<Job>) {
     let total: usize = jobs.iter().map(|j| j.ops.len()).sum();
     backend.metrics.settle_batch_ops.observe(total as f64);
     let mut dones = Vec::with_capacity(jobs.len());
+    let mut rooms = Vec::with_capacity(jobs.len());
     let mut by_node: HashMap<Node, Vec<Entry>> = HashMap::new();
     for (i, job) in jobs.into_iter().enumerate() {
+        rooms.push(job.room);
         for op in job.ops {
             let node = backend.node_of(&keys::claim(op.claim()));
             by_node.entry(node).or_default().push(Entry { job: i, op });
@@ -140,6 +199,9 @@ async fn flush(backend: Arc<Backend>, jobs: Vec<Job>) {
             }
         }
     }
+    // Room is given back before the answers leave, so a caller that settles
+    // again on its answer finds it.
+    drop(rooms);
     for ((done, failed), applied) in dones.into_iter().zip(counts) {
         let _ = done.send(match failed {
             Some(e) => Err(e),

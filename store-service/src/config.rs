@@ -1,6 +1,8 @@
 //! Flags (with environment fallbacks) and where Redis lives.
 
+use crate::auth::Tokens;
 use clap::Parser;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// `ankusa-store` settings; every flag also reads an environment variable.
@@ -31,10 +33,36 @@ pub struct Config {
     /// A flush starts early once this many settle operations are waiting.
     #[arg(long, env = "ANKUSA_STORE_SETTLE_BATCH_MAX", default_value_t = 2000)]
     pub settle_batch_max: usize,
+    /// Most settle operations waiting for a flush; a settle that doesn't fit
+    /// is answered 503 `overloaded` (the edge retries it later).
+    #[arg(long, env = "ANKUSA_STORE_SETTLE_QUEUE_MAX", default_value_t = 100_000)]
+    pub settle_queue_max: usize,
+    /// How long a client may take to send a request's headers (ms); a slower
+    /// one is disconnected, so idle half-requests can't pile up.
+    #[arg(
+        long,
+        env = "ANKUSA_STORE_HEADER_READ_TIMEOUT_MS",
+        default_value_t = 5000
+    )]
+    pub header_read_timeout_ms: u64,
+    /// A file of accepted bearer tokens, one per line (`#` comments allowed).
+    /// More tokens can come from the ANKUSA_STORE_TOKENS environment variable
+    /// (comma separated). There is no flag carrying a token itself.
+    #[arg(long, env = "ANKUSA_STORE_TOKEN_FILE", value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Accept `/v1/*` calls with no token: only when something in front of the
+    /// store (mTLS) authenticates its callers.
+    #[arg(long, env = "ANKUSA_STORE_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
+    /// Tokens given in code (tests, embedders); the binary fills it from
+    /// ANKUSA_STORE_TOKENS.
+    #[arg(skip)]
+    pub tokens: Tokens,
 }
 
 impl Config {
-    /// Defaults for an in-process server on `redis_url` (tests, benches).
+    /// Defaults for an in-process server on `redis_url` (tests, benches),
+    /// with no authentication: see [`Config::with_tokens`].
     pub fn for_redis(redis_url: &str) -> Config {
         Config {
             listen: "127.0.0.1:0".into(),
@@ -42,7 +70,23 @@ impl Config {
             max_budget_ms: 1000,
             settle_window_ms: 2,
             settle_batch_max: 2000,
+            settle_queue_max: 100_000,
+            header_read_timeout_ms: 30_000,
+            token_file: None,
+            insecure_no_auth: true,
+            tokens: Tokens::default(),
         }
+    }
+
+    /// The same server requiring one of `tokens` on every `/v1/*` call.
+    pub fn with_tokens(mut self, tokens: Tokens) -> Config {
+        self.insecure_no_auth = false;
+        self.tokens = tokens;
+        self
+    }
+
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_read_timeout_ms.max(1))
     }
 
     pub fn max_budget(&self) -> Duration {
@@ -87,24 +131,79 @@ impl RedisTarget {
         let urls = match &target {
             RedisTarget::Single(u) => std::slice::from_ref(u),
             RedisTarget::Cluster(nodes) if nodes.is_empty() => {
-                return Err(format!("--redis-url {url:?} names no Cluster node"))
+                return Err(format!(
+                    "--redis-url {:?} names no Cluster node",
+                    redact_url(url)
+                ))
             }
             RedisTarget::Cluster(nodes) => nodes.as_slice(),
         };
         for u in urls {
+            let shown = redact_url(u);
             if !u.starts_with("redis://") {
-                return Err(format!("--redis-url: {u:?} is not a redis:// URL"));
+                return Err(format!("--redis-url: {shown:?} is not a redis:// URL"));
             }
             redis::Client::open(u.as_str())
-                .map_err(|e| format!("--redis-url: {u:?} is not usable: {e}"))?;
+                .map_err(|e| format!("--redis-url: {shown:?} is not usable: {e}"))?;
         }
         Ok(target)
     }
 }
 
+/// `url` (or a comma-separated list of URLs) with every password replaced
+/// by `***`, for log lines and errors: `redis://user:pw@h:1/0` becomes
+/// `redis://user:***@h:1/0`, and `redis://pw@h` (a bare secret) `redis://***@h`.
+pub fn redact_url(url: &str) -> String {
+    url.split(',').map(redact_one).collect::<Vec<_>>().join(",")
+}
+
+fn redact_one(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_string();
+    };
+    let user = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => "***".to_string(),
+    };
+    format!("{scheme}://{user}@{host}{tail}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwords_in_redis_urls_are_redacted() {
+        assert_eq!(
+            redact_url("redis://default:hunter2@h:6379/0"),
+            "redis://default:***@h:6379/0"
+        );
+        assert_eq!(redact_url("redis://:hunter2@h:6379"), "redis://:***@h:6379");
+        assert_eq!(redact_url("redis://hunter2@h"), "redis://***@h");
+        assert_eq!(
+            redact_url("redis+cluster://u:p@w:1,redis://:q@x:2/"),
+            "redis+cluster://u:***@w:1,redis://:***@x:2/"
+        );
+        assert_eq!(redact_url("redis://h:1/0"), "redis://h:1/0");
+        assert_eq!(
+            redact_url("redis://:p@ss@h:1/0?x=a@b"),
+            "redis://:***@h:1/0?x=a@b"
+        );
+    }
+
+    #[test]
+    fn a_refused_url_is_shown_without_its_password() {
+        let err = RedisTarget::parse("http://u:hunter2@a:1").unwrap_err();
+        assert!(
+            !err.contains("hunter2") && err.contains("u:***@a:1"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn single_list_and_cluster_scheme_are_told_apart() {

@@ -21,6 +21,12 @@ pub enum StoreError {
         method: String,
         path: String,
     },
+    /// No accepted bearer token on a `/v1/*` call.
+    Unauthorized(crate::auth::Refusal),
+    /// The settle queue is full; the caller retries later.
+    Overloaded {
+        queued_max: usize,
+    },
     /// Redis did not answer within the caller's budget.
     Timeout {
         budget_ms: u64,
@@ -59,9 +65,10 @@ impl StoreError {
             StoreError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             StoreError::NotFound { .. } => StatusCode::NOT_FOUND,
             StoreError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            StoreError::Timeout { .. } | StoreError::RedisUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            StoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            StoreError::Overloaded { .. }
+            | StoreError::Timeout { .. }
+            | StoreError::RedisUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             StoreError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -72,6 +79,8 @@ impl StoreError {
             StoreError::BadRequest(_) | StoreError::TooLarge { .. } => "bad_request",
             StoreError::NotFound { .. } => "not_found",
             StoreError::MethodNotAllowed { .. } => "method_not_allowed",
+            StoreError::Unauthorized(_) => "unauthorized",
+            StoreError::Overloaded { .. } => "overloaded",
             StoreError::Timeout { .. } => "timeout",
             StoreError::RedisUnavailable(_) => "redis_unavailable",
             StoreError::Internal(_) => "internal",
@@ -85,6 +94,15 @@ impl StoreError {
             StoreError::NotFound { path } => format!("no route {path}"),
             StoreError::MethodNotAllowed { method, path } => {
                 format!("{method} is not allowed on {path}")
+            }
+            StoreError::Unauthorized(crate::auth::Refusal::Missing) => {
+                "send `authorization: Bearer <token>` with a token the store accepts".into()
+            }
+            StoreError::Unauthorized(crate::auth::Refusal::Invalid) => {
+                "the bearer token is not one the store accepts".into()
+            }
+            StoreError::Overloaded { queued_max } => {
+                format!("the settle queue holds its {queued_max} operations; retry later")
             }
             StoreError::Timeout { budget_ms } => {
                 format!("Redis did not answer within the {budget_ms} ms budget")
@@ -127,5 +145,20 @@ mod tests {
             (StatusCode::SERVICE_UNAVAILABLE, "redis_unavailable")
         );
         assert!(!e.body().message.contains("os error"));
+    }
+
+    #[test]
+    fn a_refused_caller_gets_401_with_a_stable_code() {
+        use crate::auth::Refusal;
+        for refusal in [Refusal::Missing, Refusal::Invalid] {
+            let e = StoreError::Unauthorized(refusal);
+            assert_eq!(e.status(), StatusCode::UNAUTHORIZED);
+            assert_eq!(e.body().error, "unauthorized");
+        }
+        let e = StoreError::Overloaded { queued_max: 10 };
+        assert_eq!(
+            (e.status(), e.code()),
+            (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! The Ankusa fleet store: the shared state of a fleet of edges, in front of Redis.
 //!
+//! - [`auth`]: the bearer tokens every `/v1/*` caller must present, and the start-up policy.
 //! - [`config`]: flags, environment fallbacks, and the Redis target (single or Cluster).
 //! - [`server`]: the listener (HTTP/1.1 and h2c) and the graceful stop; tests call [`server::run`].
 //! - [`routes`]: `/v1/hit`, `/v1/settle`, `/v1/reset`, `/metrics`, `/healthz`, `/readyz`.
@@ -8,6 +9,7 @@
 //! - [`batcher`]: settle coalescing, one pipeline per Redis node per flush.
 //! - [`metrics`] and [`errors`]: what is counted, and how a failure is answered.
 
+pub mod auth;
 pub mod backend;
 pub mod batcher;
 pub mod config;

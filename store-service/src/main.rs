@@ -1,3 +1,5 @@
+use ankusa_store::auth::{Tokens, TOKENS_ENV};
+use ankusa_store::config::redact_url;
 use ankusa_store::{server, Config};
 use clap::Parser;
 
@@ -19,7 +21,7 @@ impl log::Log for StderrLog {
 }
 
 fn main() {
-    let config = Config::parse();
+    let mut config = Config::parse();
     let level = match std::env::var("ANKUSA_LOG").as_deref() {
         Ok("debug") => log::LevelFilter::Debug,
         Ok("warn") => log::LevelFilter::Warn,
@@ -27,6 +29,15 @@ fn main() {
     };
     if log::set_logger(&StderrLog).is_ok() {
         log::set_max_level(level);
+    }
+    if let Ok(list) = std::env::var(TOKENS_ENV) {
+        match Tokens::from_list(&list) {
+            Ok(tokens) => config.tokens = tokens,
+            Err(e) => {
+                eprintln!("ankusa-store: {e}");
+                std::process::exit(2);
+            }
+        }
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -38,6 +49,21 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // The Redis URL and the token policy are checked before binding, so a
+    // refused start never listened, not even for a moment.
+    if let Err(e) = ankusa_store::config::RedisTarget::parse(&config.redis_url) {
+        eprintln!("ankusa-store: {e}");
+        std::process::exit(2);
+    }
+    if let Some(addr) = std::net::ToSocketAddrs::to_socket_addrs(&config.listen)
+        .ok()
+        .and_then(|mut a| a.next())
+    {
+        if let Err(e) = ankusa_store::auth::Auth::from_config(&config, addr) {
+            eprintln!("ankusa-store: {e}");
+            std::process::exit(2);
+        }
+    }
     let result = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&config.listen)
             .await
@@ -45,7 +71,7 @@ fn main() {
         log::info!(
             "listening on {} (Redis {})",
             config.listen,
-            config.redis_url
+            redact_url(&config.redis_url)
         );
         server::run(listener, config, stop_signal()).await
     });

@@ -21,6 +21,12 @@ pub struct Metrics {
     pub errors: IntCounterVec,
     /// `ankusa_store_redis_up`: 1 while Redis answers the health probe.
     pub redis_up: IntGauge,
+    /// `ankusa_store_unauthorized_total{reason}`: `/v1/*` calls refused, `missing` or `invalid` token.
+    pub unauthorized: IntCounterVec,
+    /// `ankusa_store_late_total{endpoint}`: Redis work that completed after its caller's deadline.
+    pub late: IntCounterVec,
+    /// `ankusa_store_settle_queued_ops`: settle operations waiting for (or in) a flush.
+    pub settle_queued_ops: IntGauge,
 }
 
 impl Metrics {
@@ -73,6 +79,27 @@ impl Metrics {
         .expect("static metric definition");
         let redis_up = IntGauge::new("ankusa_store_redis_up", "1 while Redis answers, else 0.")
             .expect("static metric definition");
+        let unauthorized = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_unauthorized_total",
+                "/v1/* calls refused for a missing or invalid bearer token.",
+            ),
+            &["reason"],
+        )
+        .expect("static metric definition");
+        let late = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_late_total",
+                "Redis work that completed after the caller's deadline (already answered 503).",
+            ),
+            &["endpoint"],
+        )
+        .expect("static metric definition");
+        let settle_queued_ops = IntGauge::new(
+            "ankusa_store_settle_queued_ops",
+            "Settle operations waiting for or in a flush.",
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(redis_seconds.clone()),
@@ -81,6 +108,9 @@ impl Metrics {
             Box::new(settle_ops.clone()),
             Box::new(errors.clone()),
             Box::new(redis_up.clone()),
+            Box::new(unauthorized.clone()),
+            Box::new(late.clone()),
+            Box::new(settle_queued_ops.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
         }
@@ -93,6 +123,9 @@ impl Metrics {
             settle_ops,
             errors,
             redis_up,
+            unauthorized,
+            late,
+            settle_queued_ops,
         }
     }
 

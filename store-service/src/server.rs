@@ -1,19 +1,20 @@
 //! The listener loop: HTTP/1.1 keep-alive and cleartext HTTP/2 (prior
 //! knowledge) on one port, and a graceful stop that flushes queued settles.
 
+use crate::auth::{self, Auth};
 use crate::backend::Backend;
 use crate::batcher;
 use crate::config::{Config, RedisTarget};
 use crate::metrics::Metrics;
 use crate::routes::{self, Shared};
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 /// How long in-flight requests may take to finish once stopping.
@@ -28,23 +29,43 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), String> {
     let target = RedisTarget::parse(&config.redis_url)?;
+    let listen = listener
+        .local_addr()
+        .map_err(|e| format!("--listen {}: {e}", config.listen))?;
+    let auth = Auth::from_config(&config, listen)?;
+    auth.announce(listen);
+    let auth = Arc::new(std::sync::RwLock::new(auth));
+    let reload = auth::spawn_reload_on_sighup(config.clone(), Arc::clone(&auth));
     let metrics = Arc::new(Metrics::new());
     let backend = Backend::new(target, metrics);
     let monitor = backend.spawn_monitor();
     let (draining_tx, draining_rx) = watch::channel(false);
+    let stopping = draining_rx.clone();
     let (settler, batcher_task) = batcher::spawn(
         Arc::clone(&backend),
         config.settle_window(),
         config.settle_batch_max,
+        config.settle_queue_max,
         draining_rx,
     );
     let shared = Arc::new(Shared {
         backend,
         settler,
         max_budget: config.max_budget(),
+        auth,
     });
     let graceful = GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let header_timeout = config.header_read_timeout();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A client that opens a request and never finishes its headers is
+    // disconnected after `header_timeout`, so idle half-requests can't hold
+    // sockets and tasks forever. Keep-alive stays on: edges pool connections.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .keep_alive(true);
+    builder.http2().timer(TokioTimer::new());
 
     tokio::pin!(shutdown);
     loop {
@@ -64,12 +85,24 @@ pub async fn run(
         let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
         let service = service_fn(move |req| routes::handle(Arc::clone(&shared), req));
-        let conn = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let mut stopping = stopping.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            // hyper's header timeout starts once the protocol is known; the
+            // first bytes that tell HTTP/1.1 from HTTP/2 get the same bound.
+            // A stop doesn't wait for a connection that hasn't said anything.
+            tokio::select! {
+                known = protocol_known_within(&stream, header_timeout) => if !known {
+                    log::debug!("connection: no request within {header_timeout:?}");
+                    return;
+                },
+                _ = stopping.wait_for(|stopping| *stopping) => return,
+            }
+            let conn = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .into_owned();
+            if let Err(e) = watcher.watch(conn).await {
                 log::debug!("connection: {e}");
             }
         });
@@ -93,5 +126,30 @@ pub async fn run(
         log::warn!("settle flush did not finish within {DRAIN_GRACE:?}");
     }
     monitor.abort();
+    if let Some(reload) = reload {
+        reload.abort();
+    }
     Ok(())
+}
+
+/// The HTTP/2 prior-knowledge preface; its first bytes decide the protocol.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Waits until the bytes received tell HTTP/1.1 from HTTP/2 (they depart
+/// from the preface, or hold all of it) or the peer closed, at most `limit`.
+async fn protocol_known_within(stream: &TcpStream, limit: Duration) -> bool {
+    let decided = async {
+        let mut buf = [0u8; H2_PREFACE.len()];
+        loop {
+            match stream.peek(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) if n == buf.len() || buf[..n] != H2_PREFACE[..n] => return,
+                Ok(_) => {
+                    // Part of the preface: wait for more bytes to arrive.
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(limit, decided).await.is_ok()
 }

@@ -7,6 +7,7 @@ use crate::http::{self, Response};
 use crate::paths;
 use crate::ports::free_port;
 use crate::process::{scratch_dir, Proc};
+use crate::token::{run_token, EDGE_TOKEN_ENV};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -143,9 +144,11 @@ pub fn host_env_keys(config: &str) -> Vec<String> {
         .collect()
 }
 
-/// The names of `spec.vm_env` as a YAML flow list (a JSON array).
+/// The store token's variable and the names of `spec.vm_env`, as a YAML flow list (a JSON array).
 fn vm_env_keys(spec: &EdgeSpec) -> String {
-    let names: Vec<&str> = spec.vm_env.iter().map(|(k, _)| k.as_str()).collect();
+    let names: Vec<&str> = std::iter::once(EDGE_TOKEN_ENV)
+        .chain(spec.vm_env.iter().map(|(k, _)| k.as_str()))
+        .collect();
     serde_json::to_string(&names).unwrap_or_else(|_| "[]".into())
 }
 
@@ -192,7 +195,7 @@ impl Edge {
     /// Starts Envoy with its listener from file-based LDS, so [`Edge::reload`]
     /// can change the plugin configuration while it runs; waits until ready.
     pub fn start_lds(spec: EdgeSpec) -> Edge {
-        let mut edge = Edge::spawn_inner(spec, |b| b, true);
+        let mut edge = Edge::spawn_inner(spec, |b| b, true, Some(run_token()));
         edge.wait_ready(Duration::from_secs(30));
         edge
     }
@@ -200,10 +203,31 @@ impl Edge {
     /// Starts Envoy without waiting, on the rendered bootstrap as `tweak` rewrites it
     /// (a test's variant of one cluster, say).
     pub fn spawn_with(spec: EdgeSpec, tweak: impl FnOnce(String) -> String) -> Edge {
-        Edge::spawn_inner(spec, tweak, false)
+        Edge::spawn_inner(spec, tweak, false, Some(run_token()))
     }
 
-    fn spawn_inner(spec: EdgeSpec, tweak: impl FnOnce(String) -> String, lds: bool) -> Edge {
+    /// Starts Envoy with `token` (or none) as the store token in its
+    /// environment instead of the run's, and waits until ready.
+    pub fn start_with_token(spec: EdgeSpec, token: Option<&str>) -> Edge {
+        let mut edge = Edge::spawn_with_token(spec, token);
+        edge.wait_ready(Duration::from_secs(30));
+        edge
+    }
+
+    /// [`Edge::start_with_token`] without waiting (for a token that must be refused).
+    pub fn spawn_with_token(spec: EdgeSpec, token: Option<&str>) -> Edge {
+        Edge::spawn_inner(spec, |b| b, false, token)
+    }
+
+    /// Every edge gets the store token through Envoy's environment: the
+    /// bootstrap only names the variable (`host_env_keys`), so the token is in
+    /// neither the file, Envoy's command line, nor its config dump.
+    fn spawn_inner(
+        spec: EdgeSpec,
+        tweak: impl FnOnce(String) -> String,
+        lds: bool,
+        token: Option<&str>,
+    ) -> Edge {
         let dir = scratch_dir(&format!("edge-{}", spec.node));
         let bootstrap = dir.join("edge.yaml");
         let mut text = tweak(render(&spec, &paths::filter_wasm()));
@@ -235,6 +259,10 @@ impl Edge {
         for (name, value) in &spec.vm_env {
             cmd.env(name, value);
         }
+        match token {
+            Some(token) => cmd.env(EDGE_TOKEN_ENV, token),
+            None => cmd.env_remove(EDGE_TOKEN_ENV),
+        };
         let proc = Proc::spawn("envoy", cmd, &dir.join("envoy.log"));
         Edge {
             proc,
@@ -459,15 +487,18 @@ mod tests {
     #[test]
     fn vm_env_passes_names_not_values() {
         let mut spec = EdgeSpec::new("edge-t", 1, 2, serde_json::json!({}));
-        assert!(render(&spec, Path::new("/x.wasm")).contains("host_env_keys: []"));
+        assert!(render(&spec, Path::new("/x.wasm")).contains(r#"host_env_keys: ["ANKUSA_STORE_TOKEN"]"#));
         spec.vm_env = vec![("ANKUSA_GH_SECRET".into(), "s3cret-value".into())];
         let text = render(&spec, Path::new("/x.wasm"));
         assert!(
-            text.contains(r#"host_env_keys: ["ANKUSA_GH_SECRET"]"#),
+            text.contains(r#"host_env_keys: ["ANKUSA_STORE_TOKEN","ANKUSA_GH_SECRET"]"#),
             "{text}"
         );
         assert!(!text.contains("s3cret-value"), "{text}");
-        assert_eq!(host_env_keys(&text), ["ANKUSA_GH_SECRET"]);
+        assert_eq!(
+            host_env_keys(&text),
+            ["ANKUSA_STORE_TOKEN", "ANKUSA_GH_SECRET"]
+        );
         assert_eq!(
             host_env_keys("  host_env_keys: [A, B]\n  host_env_keys: []\n"),
             ["A", "B"]

@@ -10,6 +10,7 @@
 //! - [`envoy`]: a real Envoy edge with the Ankusa filter.
 //! - [`fault`]: a TCP proxy that delays, blackholes, resets or garbles, switched at runtime.
 //! - [`prometheus`]: a real Prometheus scraping them, and `promtool`.
+//! - [`token`]: the store token of a test run, passed to store and edges by environment.
 
 pub mod envoy;
 pub mod fault;
@@ -21,5 +22,6 @@ pub mod process;
 pub mod prometheus;
 pub mod redis;
 pub mod store;
+pub mod token;
 
 pub use process::Proc;

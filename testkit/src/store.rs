@@ -3,6 +3,7 @@
 use crate::paths::workspace_bin;
 use crate::ports::free_port;
 use crate::process::{scratch_dir, Proc};
+use crate::token::{run_token, STORE_TOKENS_ENV};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,12 +19,33 @@ impl Store {
         Self::start_on(free_port(), redis_url, &[])
     }
 
-    /// Starts on `port` with `extra_args` (e.g. `["--settle-window-ms", "50"]`).
+    /// Starts on `port` with `extra_args` (e.g. `["--settle-window-ms", "50"]`),
+    /// accepting the run's token ([`crate::token::run_token`]), which the
+    /// edges of [`crate::envoy`] present.
     pub fn start_on(port: u16, redis_url: &str, extra_args: &[&str]) -> Store {
+        Self::start_with_env(
+            port,
+            redis_url,
+            extra_args,
+            &[(STORE_TOKENS_ENV, run_token())],
+        )
+    }
+
+    /// Starts on `port` with `extra_args` and only `env` added to the
+    /// environment (no token unless `env` gives one).
+    pub fn start_with_env(
+        port: u16,
+        redis_url: &str,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Store {
         let listen = format!("127.0.0.1:{port}");
         let mut cmd = Command::new(workspace_bin("ankusa-store"));
         cmd.args(["--listen", &listen, "--redis-url", redis_url])
-            .args(extra_args);
+            .args(extra_args)
+            .env_remove(STORE_TOKENS_ENV)
+            .env_remove("ANKUSA_STORE_TOKEN_FILE")
+            .envs(env.iter().copied());
         let log = scratch_dir("store").join(format!("store-{port}.log"));
         let mut proc = Proc::spawn("ankusa-store", cmd, &log);
         proc.wait_for_port(port, Duration::from_secs(10));

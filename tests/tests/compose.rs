@@ -316,6 +316,194 @@ fn compose_file_is_valid_and_everything_it_mounts_exists_and_validates() {
     }
 }
 
+/// Each service's lines (below its name) in `docker-compose config`'s output.
+fn service_blocks(yaml: &str) -> BTreeMap<String, Vec<String>> {
+    let mut all: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let (mut in_services, mut current) = (false, None::<String>);
+    for line in yaml.lines() {
+        let indent = line.len() - line.trim_start().len();
+        match indent {
+            0 => {
+                in_services = line.trim() == "services:";
+                current = None;
+            }
+            2 if in_services => current = Some(line.trim().trim_end_matches(':').to_string()),
+            _ => {
+                if let Some(name) = &current {
+                    all.entry(name.clone()).or_default().push(line.to_string());
+                }
+            }
+        }
+    }
+    all
+}
+
+/// A published port: the host address it is bound to (None: every
+/// interface) and the container port.
+#[derive(Debug, PartialEq, Eq)]
+struct Published {
+    host_ip: Option<String>,
+    target: u16,
+}
+
+/// The `ports:` of one service block, in the short (`ip:host:container/tcp`)
+/// or long (`published:`, `target:`, `host_ip:`) form.
+fn published(block: &[String]) -> Vec<Published> {
+    let mut out: Vec<Published> = Vec::new();
+    let mut in_ports = false;
+    for line in block {
+        let indent = line.len() - line.trim_start().len();
+        let text = line.trim();
+        // Keys sit at 4 spaces, and so do their block-list items.
+        if indent == 4 && !text.starts_with("- ") {
+            in_ports = text == "ports:";
+            continue;
+        }
+        if !in_ports {
+            continue;
+        }
+        let (item, text) = match text.strip_prefix("- ") {
+            Some(rest) => (true, rest.trim()),
+            None => (false, text),
+        };
+        let number = |v: &str| {
+            v.trim()
+                .trim_matches('\'')
+                .trim_matches('"')
+                .parse::<u16>()
+                .ok()
+        };
+        if item && !text.contains(": ") && !text.ends_with(':') {
+            // Short form: [ip:]host:container[/proto].
+            let spec = text.trim_matches('\'').trim_matches('"');
+            let spec = spec.split('/').next().unwrap_or(spec);
+            let parts: Vec<&str> = spec.split(':').collect();
+            let target = parts.last().and_then(|p| number(p)).unwrap_or(0);
+            let host_ip = (parts.len() == 3).then(|| parts[0].to_string());
+            out.push(Published { host_ip, target });
+            continue;
+        }
+        if item {
+            out.push(Published {
+                host_ip: None,
+                target: 0,
+            });
+        }
+        let Some(last) = out.last_mut() else { continue };
+        if let Some((k, v)) = text.split_once(':') {
+            match k.trim() {
+                "target" => last.target = number(v).unwrap_or(0),
+                "host_ip" => last.host_ip = Some(v.trim().to_string()),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The store publishes nothing, the Envoy admin and the intake's listing
+/// only on the host's loopback; the token comes from a Compose secret and
+/// no token literal sits in the file.
+#[test]
+fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token() {
+    let raw = std::fs::read_to_string(workspace_root().join("docker-compose.yml"))
+        .expect("read docker-compose.yml");
+    for line in raw.lines().map(str::trim).filter(|l| !l.starts_with('#')) {
+        let lower = line.to_ascii_lowercase();
+        assert!(
+            !lower.contains("bearer") && !lower.contains("authorization"),
+            "a credential in docker-compose.yml: {line}"
+        );
+        // ANKUSA_STORE_TOKEN, _TOKENS or _TOKEN_FILE may only be given a
+        // value read from the secret.
+        for (at, _) in line.match_indices("ANKUSA_STORE_TOKEN") {
+            let rest = &line[at + "ANKUSA_STORE_TOKEN".len()..];
+            let rest = rest
+                .strip_prefix("S")
+                .or_else(|| rest.strip_prefix("_FILE"))
+                .unwrap_or(rest);
+            if let Some(value) = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':')) {
+                assert!(
+                    value.contains("/run/secrets/"),
+                    "a token set inline in docker-compose.yml: {line}"
+                );
+            }
+        }
+        // Nor a long random-looking literal anywhere.
+        let longest_hex = line
+            .split(|c: char| !c.is_ascii_hexdigit())
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            longest_hex < 24,
+            "a token-like literal in docker-compose.yml: {line}"
+        );
+    }
+    let Some(yaml) = normalized_config() else {
+        return;
+    };
+    let blocks = service_blocks(&yaml);
+    let store = &blocks["store"];
+    assert_eq!(published(store), [], "the store publishes a port");
+    assert!(
+        store
+            .iter()
+            .any(|l| l.trim() == "ANKUSA_STORE_TOKEN_FILE: /run/secrets/store_token"),
+        "the store reads its tokens from the secret:\n{}",
+        store.join("\n")
+    );
+    for name in ["edge-1", "edge-2"] {
+        let ports = published(&blocks[name]);
+        let admin: Vec<&Published> = ports.iter().filter(|p| p.target == 9901).collect();
+        assert_eq!(admin.len(), 1, "{name}: {ports:?}");
+        assert_eq!(
+            admin[0].host_ip.as_deref(),
+            Some("127.0.0.1"),
+            "{name}: {ports:?}"
+        );
+        assert!(
+            blocks[name]
+                .iter()
+                .any(|l| l.trim() == "- source: store_token"),
+            "{name} gets the store token secret"
+        );
+    }
+    for p in published(&blocks["intake"]) {
+        assert_eq!(p.host_ip.as_deref(), Some("127.0.0.1"), "intake: {p:?}");
+    }
+}
+
+#[test]
+fn reads_published_ports_in_both_forms() {
+    let block: Vec<String> = "    ports:\n    - published: 10001\n      target: 10000\n    - 127.0.0.1:9901:9901/tcp\n    - published: 8080\n      target: 8080\n      host_ip: 127.0.0.1\n    - 7070:7070\n    restart: always\n"
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let local = || Some("127.0.0.1".to_string());
+    assert_eq!(
+        published(&block),
+        [
+            Published {
+                host_ip: None,
+                target: 10000
+            },
+            Published {
+                host_ip: local(),
+                target: 9901
+            },
+            Published {
+                host_ip: local(),
+                target: 8080
+            },
+            Published {
+                host_ip: None,
+                target: 7070
+            },
+        ]
+    );
+}
+
 #[test]
 fn reads_services_from_normalized_yaml() {
     let yaml = "services:\n  edge-1:\n    command:\n    - envoy\n    - -c\n    - /etc/envoy/edge.yaml\n    image: envoyproxy/envoy:v1.40.0\n    volumes:\n    - /h/edge.yaml:/etc/envoy/edge.yaml:ro\n    - data:/data\n  store:\n    build:\n      context: /w\n      dockerfile: docker/rust.Dockerfile\nvolumes:\n  data: {}\n";

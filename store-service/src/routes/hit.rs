@@ -1,6 +1,7 @@
 //! `POST /v1/hit`: every charge and the claim in one script call.
 
 use super::{budget, count, json, read_json, within, Reply, Shared};
+use crate::backend::Backend;
 use crate::errors::StoreError;
 use crate::keys;
 use ankusa_core::wire::{HitAnswer, HitRequest};
@@ -14,7 +15,14 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     let hit: HitRequest = read_json(req, super::MAX_BODY_BYTES, "hit request").await?;
     hit.validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
-    let answer = within(budget, run(shared, &hit)).await?;
+    let backend = std::sync::Arc::clone(&shared.backend);
+    let answer = within(
+        shared,
+        "hit",
+        budget,
+        async move { run(&backend, &hit).await },
+    )
+    .await?;
     let result = match &answer {
         HitAnswer::Ok => "ok",
         HitAnswer::Duplicate { .. } => "duplicate",
@@ -25,8 +33,7 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     Ok(json(StatusCode::OK, &answer))
 }
 
-async fn run(shared: &Shared, hit: &HitRequest) -> Result<HitAnswer, StoreError> {
-    let backend = &shared.backend;
+async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitAnswer, StoreError> {
     let mut conn = backend.conn()?;
     let mut call = backend.scripts.hit.prepare_invoke();
     for charge in &hit.charges {

@@ -5,6 +5,7 @@ mod hit;
 mod reset;
 mod settle;
 
+use crate::auth::SharedAuth;
 use crate::backend::Backend;
 use crate::batcher::Settler;
 use crate::errors::StoreError;
@@ -12,7 +13,7 @@ use ankusa_core::wire::BUDGET_HEADER;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -32,6 +33,7 @@ pub struct Shared {
     pub backend: Arc<Backend>,
     pub settler: Settler,
     pub max_budget: Duration,
+    pub auth: SharedAuth,
 }
 
 pub type Reply = Response<Full<Bytes>>;
@@ -48,6 +50,29 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
         "/readyz" => "readyz",
         _ => "unknown",
     };
+    // One gate for every `/v1/*` path, known or not, before anything else
+    // is looked at: an unauthenticated caller learns nothing about routes.
+    if path.starts_with("/v1/") {
+        let presented = req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes);
+        let checked = shared
+            .auth
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .check(presented);
+        if let Err(refusal) = checked {
+            shared
+                .backend
+                .metrics
+                .unauthorized
+                .with_label_values(&[refusal.label()])
+                .inc();
+            let mut reply = fail(&shared, endpoint, StoreError::Unauthorized(refusal));
+            reply
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return Ok(reply);
+        }
+    }
     let wanted = if matches!(endpoint, "hit" | "settle" | "reset") {
         Method::POST
     } else {
@@ -176,14 +201,59 @@ pub async fn read_json<T: DeserializeOwned>(
         .map_err(|e| StoreError::BadRequest(format!("body is not a valid {what}: {e}")))
 }
 
-/// Runs `work` within `budget`: a late answer is dropped, never sent.
-pub async fn within<T>(
+/// Most the store keeps back from a caller's budget (see [`deadline`]).
+pub const MAX_MARGIN: Duration = Duration::from_millis(5);
+
+/// How long a late piece of Redis work is still watched, to be counted.
+const LATE_WATCH: Duration = Duration::from_secs(30);
+
+/// The time the store gives Redis work within a caller's `budget`: the
+/// budget less a margin of min(5 ms, budget / 5), so the answer leaves
+/// before the caller's own timeout fires (the caller also pays the network
+/// and its proxy) and a script the caller no longer waits for is rare.
+pub fn deadline(budget: Duration) -> Duration {
+    budget.saturating_sub(MAX_MARGIN.min(budget / 5))
+}
+
+/// Runs `work` within [`deadline`]`(budget)`: past it the caller is answered
+/// `timeout` and the answer is never sent. The work itself is left to
+/// finish, as Redis runs a script that was sent whatever we do; if it
+/// completes after the deadline it is counted in `ankusa_store_late_total`.
+pub async fn within<T: Send + 'static>(
+    shared: &Shared,
+    endpoint: &'static str,
     budget: Duration,
-    work: impl std::future::Future<Output = Result<T, StoreError>>,
+    work: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
 ) -> Result<T, StoreError> {
-    tokio::time::timeout(budget, work)
-        .await
-        .unwrap_or(Err(StoreError::Timeout {
-            budget_ms: budget.as_millis() as u64,
-        }))
+    let mut task = tokio::spawn(work);
+    match tokio::time::timeout(deadline(budget), &mut task).await {
+        Ok(joined) => {
+            joined.unwrap_or_else(|e| Err(StoreError::Internal(format!("{endpoint} task: {e}"))))
+        }
+        Err(_) => {
+            let late = shared.backend.metrics.late.with_label_values(&[endpoint]);
+            tokio::spawn(async move {
+                if let Ok(Ok(Ok(_))) = tokio::time::timeout(LATE_WATCH, task).await {
+                    late.inc();
+                }
+            });
+            Err(StoreError::Timeout {
+                budget_ms: budget.as_millis() as u64,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_margin_is_five_ms_or_a_fifth_of_a_short_budget() {
+        let ms = Duration::from_millis;
+        assert_eq!(deadline(ms(25)), ms(20));
+        assert_eq!(deadline(ms(1000)), ms(995));
+        assert_eq!(deadline(ms(10)), ms(8));
+        assert_eq!(deadline(ms(1)), Duration::from_micros(800));
+    }
 }

@@ -14,13 +14,14 @@ pub async fn reset(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Sto
     reset
         .validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
-    let backend = &shared.backend;
-    let deleted = within(budget, async {
+    let backend = std::sync::Arc::clone(&shared.backend);
+    let tenant = reset.tenant.clone();
+    let deleted = within(shared, "reset", budget, async move {
         let mut conn = backend.conn()?;
         let started = Instant::now();
         // Both keys share the `{tenant}` hash tag: one DEL, one slot.
         let deleted = redis::cmd("DEL")
-            .arg(&keys::buckets(&reset.tenant))
+            .arg(&keys::buckets(&tenant))
             .query_async::<u64>(&mut conn)
             .await;
         backend

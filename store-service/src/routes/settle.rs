@@ -19,8 +19,8 @@ pub async fn settle(shared: &Shared, req: Request<Incoming>) -> Result<Reply, St
         return Ok(json(StatusCode::OK, &SettleAnswer { applied: 0 }));
     }
     shared.backend.conn()?;
-    let done = shared.settler.submit(settle.ops);
-    let applied = within(budget, async {
+    let done = shared.settler.submit(settle.ops)?;
+    let applied = within(shared, "settle", budget, async move {
         done.await
             .unwrap_or_else(|_| Err(StoreError::Internal("settle flush was dropped".into())))
     })

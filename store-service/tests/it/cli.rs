@@ -15,7 +15,8 @@ fn listen_address_and_redis_url_come_from_the_environment_without_flags() {
     let port = free_port();
     let mut cmd = Command::new(workspace_bin("ankusa-store"));
     cmd.env("ANKUSA_STORE_LISTEN", format!("127.0.0.1:{port}"))
-        .env("ANKUSA_REDIS_URL", redis.url());
+        .env("ANKUSA_REDIS_URL", redis.url())
+        .env("ANKUSA_STORE_TOKENS", ankusa_testkit::token::run_token());
     let mut proc = Proc::spawn(
         "ankusa-store",
         cmd,

@@ -1,8 +1,10 @@
 //! Store service tests against real Redis processes on free ports.
 
+mod auth;
 mod bad_input;
 mod cli;
 mod common;
+mod guard;
 mod outage;
 mod parity;
 mod protocols;

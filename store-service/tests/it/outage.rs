@@ -6,6 +6,7 @@ use ankusa_testkit::ports::free_port;
 use ankusa_testkit::process::scratch_dir;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
+use ankusa_testkit::token::auth_header;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -21,10 +22,11 @@ fn hit_body(key: &str) -> Vec<u8> {
 
 fn post(store: &Store, path: &str, body: &[u8], budget_ms: &str) -> (Response, Duration) {
     let started = Instant::now();
+    let (name, value) = auth_header();
     let res = request(
         "POST",
         &store.url_of(path),
-        &[("x-ankusa-budget-ms", budget_ms)],
+        &[("x-ankusa-budget-ms", budget_ms), (name, value.as_str())],
         body,
         Duration::from_secs(30),
     )

@@ -4,6 +4,7 @@ use ankusa_testkit::http::request;
 use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
+use ankusa_testkit::token::auth_header;
 use serde_json::json;
 use std::time::Duration;
 
@@ -21,10 +22,11 @@ fn sigterm_flushes_queued_settles_and_exits_0() {
     let body = json!({"ops": [{"op": "promote", "hook_id": "h1", "claim": {"tenant": "acme", "source_id": "gh",
         "key": "k", "hook_id": "h1", "node": "edge-1", "ttl_ms": 60_000, "pending_ttl_ms": 30_000}}]});
     let client = std::thread::spawn(move || {
+        let (name, value) = auth_header();
         request(
             "POST",
             &url,
-            &[],
+            &[(name, value.as_str())],
             body.to_string().as_bytes(),
             Duration::from_secs(30),
         )

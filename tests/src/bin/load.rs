@@ -1,4 +1,4 @@
-//! `load --url URL [--header k:v]… [--body TEXT] [--clients N] [--seconds S]`
+//! `load --url URL [--header k:v]… [--bearer-env VAR] [--body TEXT] [--clients N] [--seconds S]`
 //!
 //! Keep-alive HTTP/1.1 load for a fixed time; prints one `key=value` line
 //! (rate, p50/p99 of the ok answers, counts). `{i}` in a header value or the
@@ -19,6 +19,10 @@ struct Args {
     /// `name:value`, repeatable; `{i}` in the value is the request counter.
     #[arg(long = "header", value_parser = load::parse_header)]
     headers: Vec<(String, String)>,
+    /// Sends `authorization: Bearer <token>` with the token read from this
+    /// environment variable (a store token stays off the command line).
+    #[arg(long, value_name = "VAR")]
+    bearer_env: Option<String>,
     /// Request body; `{i}` is the request counter.
     #[arg(long, default_value = "")]
     body: String,
@@ -37,7 +41,18 @@ struct Args {
 }
 
 fn main() {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if let Some(var) = &args.bearer_env {
+        match std::env::var(var) {
+            Ok(token) if !token.trim().is_empty() => args
+                .headers
+                .push(("authorization".into(), format!("Bearer {}", token.trim()))),
+            _ => {
+                eprintln!("load: --bearer-env {var}: the variable is not set");
+                std::process::exit(2);
+            }
+        }
+    }
     let seconds = |flag: &str, v: f64| {
         Duration::try_from_secs_f64(v)
             .map_err(|_| format!("--{flag} must be a number of seconds ≥ 0, got {v}"))
