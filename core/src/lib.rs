@@ -29,6 +29,6 @@ pub mod hook_id;
 pub mod limits;
 pub mod node_buckets;
 pub mod route;
-pub mod verify;
 pub mod token;
+pub mod verify;
 pub mod wire;

@@ -487,7 +487,8 @@ mod tests {
     #[test]
     fn vm_env_passes_names_not_values() {
         let mut spec = EdgeSpec::new("edge-t", 1, 2, serde_json::json!({}));
-        assert!(render(&spec, Path::new("/x.wasm")).contains(r#"host_env_keys: ["ANKUSA_STORE_TOKEN"]"#));
+        assert!(render(&spec, Path::new("/x.wasm"))
+            .contains(r#"host_env_keys: ["ANKUSA_STORE_TOKEN"]"#));
         spec.vm_env = vec![("ANKUSA_GH_SECRET".into(), "s3cret-value".into())];
         let text = render(&spec, Path::new("/x.wasm"));
         assert!(
