@@ -160,7 +160,7 @@ async fn work_finishing_after_the_deadline_is_counted_late() {
     let redis = Redis::start();
     let service = Service::ready(&redis.url()).await;
     let http = Http::new();
-    let body = hit(vec![charge("hooks", "acme", 1000, 1_000_000)], None);
+    let body = hit(vec![charge("hooks", "acme", 1, 1000, 1000)], None);
     let (status, _) = http
         .post_with(
             &service.at("/v1/hit"),
