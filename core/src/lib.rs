@@ -17,6 +17,9 @@
 //! - [`route`]: which tenant and source a request path is for.
 //! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
 //! - [`verify`]: provider signatures (GitHub, Stripe, Shopify, Standard Webhooks, Svix, generic HMAC).
+//! - [`overrides`]: fleet overrides set at runtime, and the merge with the configuration.
+//! - [`shadow`]: shadow mode, what is enforced and what is only counted.
+//! - [`ratelimit_headers`]: `RateLimit-Policy`/`RateLimit` (and legacy) header values from GCRA state.
 //! - [`token`]: the bearer token edges present to the store, and its constant-time check.
 
 pub mod breaker;
@@ -28,7 +31,10 @@ pub mod gcra;
 pub mod hook_id;
 pub mod limits;
 pub mod node_buckets;
+pub mod overrides;
+pub mod ratelimit_headers;
 pub mod route;
+pub mod shadow;
 pub mod token;
 pub mod verify;
 pub mod wire;

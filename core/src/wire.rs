@@ -85,6 +85,18 @@ pub enum HitAnswer {
     RateLimited { retry_after_ms: u64 },
 }
 
+/// The store's answer to a hit as sent: the [`HitAnswer`] fields, plus the
+/// tenant's fleet override when one is in force (`"override"`, absent
+/// otherwise). A reader of a bare [`HitAnswer`] ignores the extra field, so
+/// every earlier answer shape stays valid.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+pub struct HitReply {
+    #[serde(flatten)]
+    pub answer: HitAnswer,
+    #[serde(default, rename = "override", skip_serializing_if = "Option::is_none")]
+    pub in_force: Option<crate::overrides::Override>,
+}
+
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SettleOp {
@@ -315,6 +327,41 @@ mod tests {
     use super::*;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn a_hit_reply_is_a_hit_answer_plus_the_override_in_force() {
+        let plain = HitReply {
+            answer: HitAnswer::RateLimited { retry_after_ms: 5 },
+            in_force: None,
+        };
+        let text = serde_json::to_string(&plain).unwrap();
+        assert_eq!(text, r#"{"result":"rate_limited","retry_after_ms":5}"#);
+        let o = crate::overrides::Override {
+            tenant: "acme".into(),
+            rate: Some(1),
+            burst: Some(2),
+            bytes_rate: None,
+            bytes_burst: None,
+            shadow: None,
+            expires_at_ms: None,
+            version: 7,
+        };
+        let with = HitReply {
+            answer: HitAnswer::Ok,
+            in_force: Some(o),
+        };
+        let text = serde_json::to_string(&with).unwrap();
+        assert_eq!(
+            text,
+            r#"{"result":"ok","override":{"tenant":"acme","rate":1,"burst":2,"version":7}}"#
+        );
+        // Readers of the bare answer still read it; the reply reads back whole.
+        assert_eq!(
+            serde_json::from_str::<HitAnswer>(&text).unwrap(),
+            HitAnswer::Ok
+        );
+        assert_eq!(serde_json::from_str::<HitReply>(&text).unwrap(), with);
+    }
 
     fn claim() -> Claim {
         Claim {

@@ -1,0 +1,215 @@
+//! Fleet overrides: a tenant's limits and shadow setting changed at runtime
+//! through the store (`PUT /v1/overrides/<tenant>`), in force until they
+//! expire or are deleted, then the plugin configuration again.
+//!
+//! [`OverrideRequest`] is what an operator writes; the store validates it
+//! and keeps an [`Override`] (with an absolute expiry and a version) in
+//! Redis. [`effective`] is the merge every edge applies: an override in force
+//! at `now` replaces the pairs it names, the configuration gives the rest.
+
+use crate::config::Limits;
+use crate::gcra::Quota;
+use crate::limits::{self, Bound};
+use crate::shadow::Shadow;
+use crate::wire::{is_valid_name, WireError, MAX_NAME_LEN};
+use serde::{Deserialize, Serialize};
+
+/// How long an override may be set for (`ttl_ms`, or `expires_at_ms` less
+/// now): up to 30 days.
+pub const TTL_MS: Bound = Bound {
+    min: 1,
+    max: 30 * 24 * 3_600_000,
+};
+
+/// The body of `PUT /v1/overrides/<tenant>`. Each pair is optional (absent:
+/// the configuration's); at least one of the pairs or `shadow` is set. At
+/// most one of `expires_at_ms` (unix ms) and `ttl_ms`; neither: no expiry.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct OverrideRequest {
+    pub rate: Option<u64>,
+    pub burst: Option<u64>,
+    pub bytes_rate: Option<u64>,
+    pub bytes_burst: Option<u64>,
+    pub shadow: Option<Shadow>,
+    pub expires_at_ms: Option<u64>,
+    pub ttl_ms: Option<u64>,
+}
+
+/// An override as stored and as carried in hit answers and listings.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+pub struct Override {
+    pub tenant: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_rate: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_burst: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<Shadow>,
+    /// Unix ms after which the override is no longer in force; None: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<u64>,
+    /// Unix ms at which the store accepted it: changes with every PUT, so an
+    /// edge compares versions rather than contents.
+    pub version: u64,
+}
+
+/// The `{"overrides": [...]}` answer of `GET /v1/overrides`.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug, Default)]
+pub struct OverrideList {
+    pub overrides: Vec<Override>,
+}
+
+fn invalid(field: &str, problem: impl Into<String>) -> WireError {
+    WireError {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+fn pair(
+    names: (&str, &str),
+    values: (Option<u64>, Option<u64>),
+) -> Result<Option<Quota>, WireError> {
+    match values {
+        (None, None) => Ok(None),
+        (Some(rate), Some(burst)) => {
+            limits::RATE.check(rate).map_err(|p| invalid(names.0, p))?;
+            limits::BURST
+                .check(burst)
+                .map_err(|p| invalid(names.1, p))?;
+            Ok(Some(Quota { rate, burst }))
+        }
+        (Some(_), None) => Err(invalid(
+            names.1,
+            format!("is missing: {} and {} are set together", names.0, names.1),
+        )),
+        (None, Some(_)) => Err(invalid(
+            names.0,
+            format!("is missing: {} and {} are set together", names.0, names.1),
+        )),
+    }
+}
+
+impl OverrideRequest {
+    /// Checks the request against [`crate::limits`] and makes the stored
+    /// override for `tenant`, accepted at `now_ms` (unix ms). Every error
+    /// names the field and the value.
+    pub fn into_override(self, tenant: &str, now_ms: u64) -> Result<Override, WireError> {
+        if !is_valid_name(tenant) {
+            return Err(invalid(
+                "tenant",
+                format!("{tenant:?} is not 1 to {MAX_NAME_LEN} characters of [A-Za-z0-9_.-]"),
+            ));
+        }
+        let hooks = pair(("rate", "burst"), (self.rate, self.burst))?;
+        let bytes = pair(
+            ("bytes_rate", "bytes_burst"),
+            (self.bytes_rate, self.bytes_burst),
+        )?;
+        if hooks.is_none() && bytes.is_none() && self.shadow.is_none() {
+            return Err(invalid(
+                "override",
+                "sets nothing: give rate and burst, bytes_rate and bytes_burst, or shadow",
+            ));
+        }
+        let expires_at_ms = match (self.expires_at_ms, self.ttl_ms) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "ttl_ms",
+                    "and expires_at_ms are both set: give one",
+                ))
+            }
+            (None, None) => None,
+            (None, Some(ttl)) => {
+                TTL_MS.check(ttl).map_err(|p| invalid("ttl_ms", p))?;
+                Some(now_ms.saturating_add(ttl))
+            }
+            (Some(at), None) => {
+                if at <= now_ms {
+                    return Err(invalid(
+                        "expires_at_ms",
+                        format!("{at} is not after now ({now_ms})"),
+                    ));
+                }
+                TTL_MS
+                    .check(at - now_ms)
+                    .map_err(|p| invalid("expires_at_ms", format!("less now {p}")))?;
+                Some(at)
+            }
+        };
+        Ok(Override {
+            tenant: tenant.into(),
+            rate: hooks.map(|q| q.rate),
+            burst: hooks.map(|q| q.burst),
+            bytes_rate: bytes.map(|q| q.rate),
+            bytes_burst: bytes.map(|q| q.burst),
+            shadow: self.shadow,
+            expires_at_ms,
+            version: now_ms,
+        })
+    }
+}
+
+impl Override {
+    /// In force at `now_ms`: not expired.
+    pub fn in_force(&self, now_ms: u64) -> bool {
+        self.expires_at_ms.is_none_or(|at| now_ms < at)
+    }
+
+    pub fn hooks(&self) -> Option<Quota> {
+        Some(Quota {
+            rate: self.rate?,
+            burst: self.burst?,
+        })
+    }
+
+    pub fn bytes(&self) -> Option<Quota> {
+        Some(Quota {
+            rate: self.bytes_rate?,
+            burst: self.bytes_burst?,
+        })
+    }
+}
+
+/// A tenant's limits and shadow setting once an override is merged in.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Effective {
+    pub limits: Limits,
+    pub shadow: Shadow,
+    /// The version of the override that applied; None: the configuration alone.
+    pub version: Option<u64>,
+}
+
+/// The limits in force for a tenant at `now_ms`: the override's pairs and
+/// shadow where it sets them and is not expired, the configuration's
+/// (`config`, `config_shadow`) otherwise.
+pub fn effective(
+    config: &Limits,
+    config_shadow: Shadow,
+    over: Option<&Override>,
+    now_ms: u64,
+) -> Effective {
+    let Some(o) = over.filter(|o| o.in_force(now_ms)) else {
+        return Effective {
+            limits: *config,
+            shadow: config_shadow,
+            version: None,
+        };
+    };
+    Effective {
+        limits: Limits {
+            hooks: o.hooks().unwrap_or(config.hooks),
+            bytes: o.bytes().or(config.bytes),
+        },
+        shadow: o.shadow.unwrap_or(config_shadow),
+        version: Some(o.version),
+    }
+}
+
+#[cfg(test)]
+mod tests;
