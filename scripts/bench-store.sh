@@ -62,7 +62,7 @@ echo "store  /v1/hit (HTTP/1.1 keep-alive):  $STORE_LINE"
 SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$("$TARGET_DIR/release/store-bench" --print-hit-script)")
 REQUESTS=$(( STORE_RPS > 0 ? STORE_RPS * SECONDS_RUN * 2 : 100000 ))
 CSV=$(redis-benchmark -p "$REDIS_PORT" -c "$CLIENTS" -n "$REQUESTS" -r 100000000 --csv \
-  EVALSHA "$SHA" 2 'ankusa:{bench}:rl:hooks' 'ankusa:{bench}:claim:gh:__rand_int__' \
+  EVALSHA "$SHA" 3 'ankusa:{bench}:rl:hooks' 'ankusa:{bench}:override' 'ankusa:{bench}:claim:gh:__rand_int__' \
   1 1 1000000000 4294967296 h1 bench 30000 | tail -1)
 # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
 REDIS_RPS=$(awk -F'","' '{print $2}' <<<"$CSV")

@@ -37,3 +37,14 @@ pub fn pending_prefix(hook_id: &str) -> String {
 pub fn committed_value(hook_id: &str) -> String {
     format!("c:{hook_id}")
 }
+
+/// `ankusa:{tenant}:override`: the tenant's fleet override (JSON of
+/// [`ankusa_core::overrides::Override`]), expiring with it (PXAT). Same hash
+/// tag as the buckets, so the hit script reads it in the same slot.
+pub fn override_of(tenant: &str) -> String {
+    format!("ankusa:{{{tenant}}}:override")
+}
+
+/// `ankusa:overrides`: sorted set of tenants with an override, scored by
+/// expiry (unix ms; +inf: none), for `GET /v1/overrides`.
+pub const OVERRIDE_INDEX: &str = "ankusa:overrides";

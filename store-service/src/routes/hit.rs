@@ -4,7 +4,7 @@ use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::backend::Backend;
 use crate::errors::StoreError;
 use crate::keys;
-use ankusa_core::wire::{HitAnswer, HitRequest};
+use ankusa_core::wire::{HitAnswer, HitReply, HitRequest};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use redis::Value;
@@ -23,7 +23,7 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
         async move { run(&backend, &hit).await },
     )
     .await?;
-    let result = match &answer {
+    let result = match &answer.answer {
         HitAnswer::Ok => "ok",
         HitAnswer::Duplicate { .. } => "duplicate",
         HitAnswer::Pending { .. } => "pending",
@@ -33,12 +33,20 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     Ok(json(StatusCode::OK, &answer))
 }
 
-async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitAnswer, StoreError> {
+async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitReply, StoreError> {
     let mut conn = backend.conn()?;
     let mut call = backend.scripts.hit.prepare_invoke();
     for charge in &hit.charges {
         call.key(keys::bucket(&charge.tenant, charge.kind));
     }
+    // `validate` made every charge and the claim name one tenant.
+    let tenant = hit
+        .charges
+        .first()
+        .map(|c| c.tenant.as_str())
+        .or(hit.claim.as_ref().map(|c| c.tenant.as_str()))
+        .unwrap_or_default();
+    call.key(keys::override_of(tenant));
     call.arg(hit.charges.len());
     for charge in &hit.charges {
         call.arg(charge.units).arg(charge.rate).arg(charge.burst);
@@ -59,8 +67,9 @@ async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitAnswer, StoreErro
     parse_reply(&reply)
 }
 
-/// `{'ok'}`, `{'duplicate', hook_id}`, `{'pending', ms}` or `{'rate_limited', µs}`.
-pub fn parse_reply(reply: &[Value]) -> Result<HitAnswer, StoreError> {
+/// `{'ok'}`, `{'duplicate', hook_id}`, `{'pending', ms}` or `{'rate_limited', µs}`,
+/// each followed by the tenant's override text when one is in force.
+pub fn parse_reply(reply: &[Value]) -> Result<HitReply, StoreError> {
     let text = |v: Option<&Value>| -> Option<String> {
         match v? {
             Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
@@ -71,22 +80,38 @@ pub fn parse_reply(reply: &[Value]) -> Result<HitAnswer, StoreError> {
     };
     let number = |v: Option<&Value>| text(v).and_then(|t| t.parse::<u64>().ok());
     let unexpected = || StoreError::Internal(format!("unexpected hit script reply {reply:?}"));
-    match text(reply.first()).as_deref() {
-        Some("ok") => Ok(HitAnswer::Ok),
-        Some("duplicate") => Ok(HitAnswer::Duplicate {
-            hook_id: text(reply.get(1)).ok_or_else(unexpected)?,
-        }),
-        Some("pending") => Ok(HitAnswer::Pending {
-            retry_after_ms: number(reply.get(1)).ok_or_else(unexpected)?.max(1),
-        }),
+    let (answer, fields) = match text(reply.first()).as_deref() {
+        Some("ok") => (HitAnswer::Ok, 1),
+        Some("duplicate") => (
+            HitAnswer::Duplicate {
+                hook_id: text(reply.get(1)).ok_or_else(unexpected)?,
+            },
+            2,
+        ),
+        Some("pending") => (
+            HitAnswer::Pending {
+                retry_after_ms: number(reply.get(1)).ok_or_else(unexpected)?.max(1),
+            },
+            2,
+        ),
         Some("rate_limited") => {
             let wait_us = number(reply.get(1)).ok_or_else(unexpected)?;
-            Ok(HitAnswer::RateLimited {
-                retry_after_ms: wait_us.div_ceil(1000).max(1),
-            })
+            (
+                HitAnswer::RateLimited {
+                    retry_after_ms: wait_us.div_ceil(1000).max(1),
+                },
+                2,
+            )
         }
-        _ => Err(unexpected()),
-    }
+        _ => return Err(unexpected()),
+    };
+    let in_force = match reply.get(fields) {
+        None => None,
+        Some(v) => Some(super::overrides::parse(
+            &text(Some(v)).ok_or_else(unexpected)?,
+        )?),
+    };
+    Ok(HitReply { answer, in_force })
 }
 
 #[cfg(test)]
@@ -99,15 +124,19 @@ mod tests {
 
     #[test]
     fn script_replies_become_answers() {
-        assert_eq!(parse_reply(&[bulk("ok")]).unwrap(), HitAnswer::Ok);
+        assert_eq!(parse_reply(&[bulk("ok")]).unwrap().answer, HitAnswer::Ok);
         assert_eq!(
-            parse_reply(&[bulk("duplicate"), bulk("h1")]).unwrap(),
+            parse_reply(&[bulk("duplicate"), bulk("h1")])
+                .unwrap()
+                .answer,
             HitAnswer::Duplicate {
                 hook_id: "h1".into()
             }
         );
         assert_eq!(
-            parse_reply(&[bulk("pending"), Value::Int(250)]).unwrap(),
+            parse_reply(&[bulk("pending"), Value::Int(250)])
+                .unwrap()
+                .answer,
             HitAnswer::Pending {
                 retry_after_ms: 250
             }
@@ -116,10 +145,31 @@ mod tests {
 
     #[test]
     fn a_wait_in_us_rounds_up_to_whole_ms_and_never_to_zero() {
-        let wait = |us: &str| parse_reply(&[bulk("rate_limited"), bulk(us)]).unwrap();
+        let wait = |us: &str| {
+            parse_reply(&[bulk("rate_limited"), bulk(us)])
+                .unwrap()
+                .answer
+        };
         assert_eq!(wait("1"), HitAnswer::RateLimited { retry_after_ms: 1 });
         assert_eq!(wait("1000"), HitAnswer::RateLimited { retry_after_ms: 1 });
         assert_eq!(wait("1001"), HitAnswer::RateLimited { retry_after_ms: 2 });
+    }
+
+    #[test]
+    fn an_override_after_the_fields_is_carried() {
+        let o = r#"{"tenant":"t","rate":1,"burst":2,"version":9}"#;
+        let r = parse_reply(&[bulk("rate_limited"), bulk("1000"), bulk(o)]).unwrap();
+        assert_eq!(r.answer, HitAnswer::RateLimited { retry_after_ms: 1 });
+        assert_eq!(
+            r.in_force.map(|o| (o.rate, o.burst, o.version)),
+            Some((Some(1), Some(2), 9))
+        );
+        let r = parse_reply(&[bulk("ok"), bulk(o)]).unwrap();
+        assert_eq!(r.in_force.map(|o| o.tenant), Some("t".to_string()));
+        assert!(matches!(
+            parse_reply(&[bulk("ok"), bulk("not json")]),
+            Err(StoreError::Internal(_))
+        ));
     }
 
     #[test]

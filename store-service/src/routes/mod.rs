@@ -2,6 +2,7 @@
 //! body and budget, and turning results into responses and metrics.
 
 mod hit;
+mod overrides;
 mod reset;
 mod settle;
 
@@ -45,6 +46,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
         "/v1/hit" => "hit",
         "/v1/settle" => "settle",
         "/v1/reset" => "reset",
+        "/v1/overrides" => "overrides",
+        p if p.starts_with("/v1/overrides/") => "override",
         "/metrics" => "metrics",
         "/healthz" => "healthz",
         "/readyz" => "readyz",
@@ -78,7 +81,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
     } else {
         Method::GET
     };
-    if endpoint != "unknown" && method != wanted {
+    let allowed = if endpoint == "override" {
+        matches!(method, Method::GET | Method::PUT | Method::DELETE)
+    } else {
+        method == wanted
+    };
+    if endpoint != "unknown" && !allowed {
         return Ok(fail(
             &shared,
             endpoint,
@@ -92,6 +100,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
         "hit" => hit::hit(&shared, req).await,
         "settle" => settle::settle(&shared, req).await,
         "reset" => reset::reset(&shared, req).await,
+        "overrides" => overrides::list(&shared, req).await,
+        "override" => overrides::one(&shared, req).await,
         "metrics" => {
             let mut reply = Response::new(Full::new(Bytes::from(shared.backend.metrics.render())));
             reply.headers_mut().insert(
@@ -136,7 +146,10 @@ fn fail(shared: &Shared, endpoint: &str, e: StoreError) -> Reply {
     if endpoint == "readyz" {
         return json(e.status(), &e.body());
     }
-    if matches!(endpoint, "hit" | "settle" | "reset") {
+    if matches!(
+        endpoint,
+        "hit" | "settle" | "reset" | "overrides" | "override"
+    ) {
         count(shared, endpoint, e.code());
     }
     let errors = &shared.backend.metrics.errors;

@@ -1,25 +1,56 @@
 -- One hook's charges and claim in one round trip (preceded by gcra.lua).
--- KEYS[1..n]: bucket keys; KEYS[n+1]: the claim key, when there is a claim.
+-- KEYS[1..n]: bucket keys; KEYS[n+1]: the tenant's override key; KEYS[n+2]:
+-- the claim key, when there is a claim.
 -- ARGV[1] = n; ARGV[3i-1], ARGV[3i], ARGV[3i+1] = units, rate, burst of
 -- bucket i; then, with a claim: hook_id, node, pending_ttl_ms.
 -- A bucket's value is "stamp_us:level" (see gcra.lua).
+-- A fleet override in force (JSON, see core/src/overrides.rs) replaces the
+-- rate and burst of the pairs it sets: the store holds the authoritative
+-- quota, so a changed limit holds fleet-wide before any edge learns it. Its
+-- text is appended to every reply, for the edge to learn it.
 -- Order matters: a taken claim spends nothing, a denied charge spends nothing.
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local claim_key = KEYS[n + 1]
+local override = redis.call('GET', KEYS[n + 1])
+local claim_key = KEYS[n + 2]
+
+local function reply(r)
+  if override then
+    r[#r + 1] = override
+  end
+  return r
+end
+
+local rates, bursts = {}, {}
+for i = 1, n do
+  rates[i], bursts[i] = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+end
+if override then
+  local ok, o = pcall(cjson.decode, override)
+  if ok and type(o) == 'table' then
+    for i = 1, n do
+      local kind = string.match(KEYS[i], ':rl:(%a+)$')
+      if kind == 'hooks' and type(o.rate) == 'number' and type(o.burst) == 'number' then
+        rates[i], bursts[i] = o.rate, o.burst
+      elseif kind == 'bytes' and type(o.bytes_rate) == 'number' and type(o.bytes_burst) == 'number' then
+        rates[i], bursts[i] = o.bytes_rate, o.bytes_burst
+      end
+    end
+  end
+end
 
 if claim_key then
   local held = redis.call('GET', claim_key)
   if held then
     if string.sub(held, 1, 2) == 'c:' then
-      return {'duplicate', string.sub(held, 3)}
+      return reply({'duplicate', string.sub(held, 3)})
     end
     local left = redis.call('PTTL', claim_key)
     if left < 1 then
       left = 1
     end
-    return {'pending', left}
+    return reply({'pending', left})
   end
 end
 
@@ -42,8 +73,7 @@ for i = 1, n do
     local s, l = string.match(stored, '^(%d+):(%d+)$')
     stamp, level = tonumber(s), tonumber(l)
   end
-  local rate = tonumber(ARGV[3 * i])
-  local admitted, a, b = gcra_check(stamp, level, now, tonumber(ARGV[3 * i - 1]), rate, tonumber(ARGV[3 * i + 1]))
+  local admitted, a, b = gcra_check(stamp, level, now, tonumber(ARGV[3 * i - 1]), rates[i], bursts[i])
   if admitted then
     stamps[i], levels[i] = a, b
   else
@@ -56,17 +86,17 @@ end
 if wait > 0 then
   for i = 1, n do
     if restamps[i] then
-      store_bucket(KEYS[i], now, restamps[i], tonumber(ARGV[3 * i]))
+      store_bucket(KEYS[i], now, restamps[i], rates[i])
     end
   end
-  return {'rate_limited', string.format('%.0f', wait)}
+  return reply({'rate_limited', string.format('%.0f', wait)})
 end
 
 for i = 1, n do
-  store_bucket(KEYS[i], stamps[i], levels[i], tonumber(ARGV[3 * i]))
+  store_bucket(KEYS[i], stamps[i], levels[i], rates[i])
 end
 if claim_key then
   local at = 3 * n + 2
   redis.call('SET', claim_key, 'p:' .. ARGV[at] .. ':' .. ARGV[at + 1], 'PX', ARGV[at + 2])
 end
-return {'ok'}
+return reply({'ok'})

@@ -6,6 +6,7 @@ mod cli;
 mod common;
 mod guard;
 mod outage;
+mod overrides;
 mod parity;
 mod protocols;
 mod shutdown;

@@ -1,0 +1,213 @@
+//! `/v1/overrides[/<tenant>]`: fleet overrides set at runtime.
+//!
+//! `PUT /v1/overrides/<tenant>` stores an [`Override`] under
+//! [`keys::override_of`] with its expiry as a Redis `PXAT` (so it survives
+//! a store restart and vanishes on its own), and indexes the tenant in
+//! [`keys::OVERRIDE_INDEX`]. `GET` reads one, `DELETE` removes one, and
+//! `GET /v1/overrides` lists every override in force (what node-scope edges
+//! poll). Expiry and the version are taken from Redis's clock, the same
+//! clock the hit script charges on.
+//!
+//! Changing an override does not reset the tenant's buckets: a lowered burst
+//! makes a fuller bucket count as full (the GCRA's level clamp) and it drains
+//! at the new rate, so the lowered limit holds at once; a raised one gives
+//! room at once. `POST /v1/reset` still forgets the buckets when wanted.
+
+use super::{budget, count, json, read_json, within, Reply, Shared};
+use crate::backend::Backend;
+use crate::errors::StoreError;
+use crate::keys;
+use ankusa_core::overrides::{Override, OverrideList, OverrideRequest};
+use ankusa_core::wire::is_valid_name;
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Redis's clock in unix ms.
+async fn redis_now_ms(backend: &Backend) -> Result<u64, StoreError> {
+    let mut conn = backend.conn()?;
+    let (s, us): (u64, u64) = redis::cmd("TIME")
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| StoreError::from_redis(&e))?;
+    Ok(s * 1000 + us / 1000)
+}
+
+fn observe(backend: &Backend, started: Instant) {
+    backend
+        .metrics
+        .redis_seconds
+        .observe(started.elapsed().as_secs_f64());
+}
+
+/// The tenant of `/v1/overrides/<tenant>`, checked as a name.
+fn tenant_of(path: &str) -> Result<String, StoreError> {
+    let tenant = path.trim_start_matches("/v1/overrides/");
+    if is_valid_name(tenant) {
+        Ok(tenant.to_string())
+    } else {
+        Err(StoreError::BadRequest(format!(
+            "tenant: {tenant:?} is not 1 to {} characters of [A-Za-z0-9_.-]",
+            ankusa_core::wire::MAX_NAME_LEN
+        )))
+    }
+}
+
+pub async fn one(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
+    let tenant = tenant_of(req.uri().path())?;
+    let budget = budget(shared, &req)?;
+    let backend = Arc::clone(&shared.backend);
+    match *req.method() {
+        Method::PUT => {
+            let body: OverrideRequest = read_json(req, super::MAX_BODY_BYTES, "override").await?;
+            let stored = within(shared, "overrides", budget, async move {
+                put(&backend, &tenant, body).await
+            })
+            .await?;
+            count(shared, "override", "put");
+            Ok(json(StatusCode::OK, &stored))
+        }
+        Method::GET => {
+            let found = within(shared, "overrides", budget, async move {
+                get(&backend, &tenant).await.map(|o| (tenant, o))
+            })
+            .await?;
+            count(shared, "override", "get");
+            Ok(match found {
+                (_, Some(o)) => json(StatusCode::OK, &o),
+                (tenant, None) => not_set(&tenant),
+            })
+        }
+        Method::DELETE => {
+            let deleted = within(shared, "overrides", budget, async move {
+                let mut conn = backend.conn()?;
+                let started = Instant::now();
+                let deleted: u64 = redis::cmd("DEL")
+                    .arg(keys::override_of(&tenant))
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| StoreError::from_redis(&e))?;
+                let _: u64 = redis::cmd("ZREM")
+                    .arg(keys::OVERRIDE_INDEX)
+                    .arg(&tenant)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| StoreError::from_redis(&e))?;
+                observe(&backend, started);
+                Ok((tenant, deleted))
+            })
+            .await?;
+            count(shared, "override", "delete");
+            Ok(json(
+                StatusCode::OK,
+                &serde_json::json!({ "tenant": deleted.0, "deleted": deleted.1 }),
+            ))
+        }
+        ref other => Err(StoreError::MethodNotAllowed {
+            method: other.to_string(),
+            path: format!("/v1/overrides/{tenant}"),
+        }),
+    }
+}
+
+fn not_set(tenant: &str) -> Reply {
+    json(
+        StatusCode::NOT_FOUND,
+        &ankusa_core::wire::ErrorBody {
+            error: "no_override".into(),
+            message: format!("tenant {tenant:?} has no override in force"),
+        },
+    )
+}
+
+pub async fn list(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
+    let budget = budget(shared, &req)?;
+    let backend = Arc::clone(&shared.backend);
+    let all = within(shared, "overrides", budget, async move {
+        let now = redis_now_ms(&backend).await?;
+        let mut conn = backend.conn()?;
+        let started = Instant::now();
+        // Expired tenants leave the index here; their keys expired in Redis.
+        let _: u64 = redis::cmd("ZREMRANGEBYSCORE")
+            .arg(keys::OVERRIDE_INDEX)
+            .arg("-inf")
+            .arg(now)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| StoreError::from_redis(&e))?;
+        let tenants: Vec<String> = redis::cmd("ZRANGE")
+            .arg(keys::OVERRIDE_INDEX)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| StoreError::from_redis(&e))?;
+        observe(&backend, started);
+        let mut overrides = Vec::with_capacity(tenants.len());
+        // One GET per tenant: on a Cluster each key may sit in another slot.
+        for tenant in tenants {
+            if let Some(o) = get(&backend, &tenant).await? {
+                overrides.push(o);
+            }
+        }
+        Ok(OverrideList { overrides })
+    })
+    .await?;
+    count(shared, "overrides", "ok");
+    Ok(json(StatusCode::OK, &all))
+}
+
+async fn put(
+    backend: &Backend,
+    tenant: &str,
+    body: OverrideRequest,
+) -> Result<Override, StoreError> {
+    let now = redis_now_ms(backend).await?;
+    let o = body
+        .into_override(tenant, now)
+        .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    let text = serde_json::to_string(&o).map_err(|e| StoreError::Internal(e.to_string()))?;
+    let mut conn = backend.conn()?;
+    let started = Instant::now();
+    let mut set = redis::cmd("SET");
+    set.arg(keys::override_of(tenant)).arg(&text);
+    if let Some(at) = o.expires_at_ms {
+        set.arg("PXAT").arg(at);
+    }
+    let _: () = set
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| StoreError::from_redis(&e))?;
+    let score = o
+        .expires_at_ms
+        .map_or_else(|| "+inf".to_string(), |at| at.to_string());
+    let _: u64 = redis::cmd("ZADD")
+        .arg(keys::OVERRIDE_INDEX)
+        .arg(score)
+        .arg(tenant)
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| StoreError::from_redis(&e))?;
+    observe(backend, started);
+    Ok(o)
+}
+
+/// The tenant's override, None when there is none in force.
+pub async fn get(backend: &Backend, tenant: &str) -> Result<Option<Override>, StoreError> {
+    let mut conn = backend.conn()?;
+    let started = Instant::now();
+    let text: Option<String> = redis::cmd("GET")
+        .arg(keys::override_of(tenant))
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| StoreError::from_redis(&e))?;
+    observe(backend, started);
+    text.map(|t| parse(&t)).transpose()
+}
+
+/// A stored override; a value the store did not write is an internal error.
+pub fn parse(text: &str) -> Result<Override, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Internal(format!("stored override {text:?}: {e}")))
+}
