@@ -11,6 +11,8 @@ mod read;
 use crate::event_key::DedupeRule;
 use crate::gcra::Quota;
 use crate::limits::{self, Bound};
+use crate::ratelimit_headers::HeadersMode;
+use crate::shadow::Shadow;
 use crate::verify::VerifyRule;
 use crate::wire::{self, MAX_SETTLE_OPS};
 use std::collections::BTreeMap;
@@ -112,11 +114,28 @@ pub struct RateLimits {
     /// Per-tenant overrides, fully resolved: a tenant entry that omits a pair
     /// (`rate`+`burst`, or `bytes_rate`+`bytes_burst`) has the default's.
     pub tenants: BTreeMap<String, Limits>,
+    /// `rate_limits.headers`: which rate-limit headers answers carry
+    /// (default `"ietf"`).
+    pub headers: HeadersMode,
+    /// `rate_limits.default.shadow`: off unless set.
+    pub default_shadow: Shadow,
+    /// `rate_limits.tenants.<t>.shadow`, for tenants that set it (the others
+    /// have the default's).
+    pub shadows: BTreeMap<String, Shadow>,
 }
 
 impl RateLimits {
     pub fn for_tenant(&self, tenant: &str) -> &Limits {
         self.tenants.get(tenant).unwrap_or(&self.default)
+    }
+
+    /// The tenant's shadow setting from the configuration alone (a fleet
+    /// override may change it: see [`crate::overrides::effective`]).
+    pub fn shadow_for(&self, tenant: &str) -> Shadow {
+        self.shadows
+            .get(tenant)
+            .copied()
+            .unwrap_or(self.default_shadow)
     }
 }
 

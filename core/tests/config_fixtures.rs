@@ -15,7 +15,7 @@ const PRESETS_HINT: &str =
 /// (fixture file stem, exact `ConfigError` Display).
 const REFUSED: &[(&str, &str)] = &[
     // Shape: unknown keys, missing sections, wrong JSON types.
-    ("misspelled_key", "rate_limits.defualt: unknown field; expected one of scope, default, tenants"),
+    ("misspelled_key", "rate_limits.defualt: unknown field; expected one of scope, default, tenants, headers"),
     (
         "unknown_top_level_key",
         "routing: unknown field; expected one of node, sources, rate_limits, dedupe, fleet, max_body_bytes",
@@ -48,6 +48,21 @@ const REFUSED: &[(&str, &str)] = &[
     ("truncated_json", "config: not valid JSON: EOF while parsing an object at line 2 column 0"),
     ("empty", "config: not valid JSON: EOF while parsing a value at line 1 column 0"),
     ("not_an_object", "config: expected a JSON object, got [\"gh\"]"),
+    // Shadow mode and rate-limit headers.
+    (
+        "shadow_wrong_type",
+        "rate_limits.default.shadow: expected true, false or {\"rate_limit\": bool, \"dedupe\": bool}, got \"yes\"",
+    ),
+    (
+        "shadow_unknown_key",
+        "rate_limits.tenants.acme.shadow.rate_limits: unknown field; expected one of rate_limit, dedupe",
+    ),
+    ("shadow_part_wrong_type", "rate_limits.tenants.acme.shadow.dedupe: expected true or false, got 1"),
+    (
+        "unknown_headers",
+        "rate_limits.headers: unknown headers \"x-legacy\"; expected \"ietf\", \"legacy\", \"both\" or \"none\"",
+    ),
+    ("headers_wrong_type", "rate_limits.headers: expected a string, got true"),
     // Rate limits.
     ("zero_rate", "rate_limits.default.rate: must be between 1 and 1000000000, got 0"),
     ("zero_burst_for_tenant", "rate_limits.tenants.acme.burst: must be between 1 and 4294967296, got 0"),
@@ -184,6 +199,7 @@ const GOOD: &[&str] = &[
     "good_minimal",
     "good_every_key",
     "good_verify",
+    "good_operating",
 ];
 
 fn dir() -> PathBuf {
@@ -378,4 +394,30 @@ fn every_verify_scheme_loads_with_its_secret_names() {
         }
     );
     assert_eq!(c.sources["open"].verify, None);
+}
+
+#[test]
+fn shadow_and_headers_are_read_per_tenant_with_the_default_behind() {
+    use ankusa_core::ratelimit_headers::HeadersMode;
+    use ankusa_core::shadow::Shadow;
+    let c = load("good_operating").unwrap();
+    let r = &c.rate_limits;
+    assert_eq!(r.headers, HeadersMode::Both);
+    assert_eq!(r.default_shadow, Shadow::from_bool(true));
+    assert_eq!(
+        r.shadow_for("acme"),
+        Shadow {
+            rate_limit: false,
+            dedupe: true
+        }
+    );
+    // A tenant without `shadow` has the default's; `false` turns it off.
+    assert_eq!(r.shadow_for("globex"), Shadow::from_bool(true));
+    assert_eq!(r.shadow_for("initech"), Shadow::default());
+    assert_eq!(r.shadow_for("unlisted"), Shadow::from_bool(true));
+    assert_eq!(r.for_tenant("acme").hooks, Quota { rate: 5, burst: 10 });
+    // Unset: ietf headers, no shadow.
+    let m = load("good_minimal").unwrap();
+    assert_eq!(m.rate_limits.headers, HeadersMode::Ietf);
+    assert!(m.rate_limits.shadow_for("acme").is_off());
 }

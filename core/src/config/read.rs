@@ -16,6 +16,7 @@ use crate::gcra::Quota;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+mod operating;
 mod verify;
 
 const TOP: &[&str] = &[
@@ -27,8 +28,8 @@ const TOP: &[&str] = &[
     "max_body_bytes",
 ];
 const SOURCE: &[&str] = &["tenant", "dedupe", "ttl_ms", "verify"];
-const RATE_LIMITS: &[&str] = &["scope", "default", "tenants"];
-const LIMITS: &[&str] = &["rate", "burst", "bytes_rate", "bytes_burst"];
+const RATE_LIMITS: &[&str] = &["scope", "default", "tenants", "headers"];
+const LIMITS: &[&str] = &["rate", "burst", "bytes_rate", "bytes_burst", "shadow"];
 const DEDUPE: &[&str] = &["scope"];
 const DEDUPE_RULE: &[&str] = &["header", "json"];
 const FLEET: &[&str] = &[
@@ -178,6 +179,8 @@ fn rate_limits(obj: &Obj) -> Result<RateLimits, ConfigError> {
         hooks,
         bytes: pair(&default_obj, "bytes_rate", "bytes_burst")?,
     };
+    let default_shadow = operating::shadow(&default_obj)?.unwrap_or_default();
+    let mut shadows = BTreeMap::new();
     let mut tenants = BTreeMap::new();
     if let Some(tenants_obj) = obj.object("tenants", &[])? {
         for (tenant, value) in tenants_obj.map {
@@ -188,12 +191,18 @@ fn rate_limits(obj: &Obj) -> Result<RateLimits, ConfigError> {
                 bytes: pair(&entry, "bytes_rate", "bytes_burst")?.or(default.bytes),
             };
             tenants.insert(tenant.clone(), limits);
+            if let Some(shadow) = operating::shadow(&entry)? {
+                shadows.insert(tenant.clone(), shadow);
+            }
         }
     }
     Ok(RateLimits {
         scope: scope(obj)?,
         default,
         tenants,
+        headers: operating::headers(obj)?,
+        default_shadow,
+        shadows,
     })
 }
 

@@ -231,7 +231,7 @@ fn parse_refusals_name_the_path_and_value() {
     let unknown = r#"{"sources": {"gh": {}}, "rate_limits": {"defualt": {}}}"#;
     assert_eq!(
         parse_err(unknown),
-        "rate_limits.defualt: unknown field; expected one of scope, default, tenants"
+        "rate_limits.defualt: unknown field; expected one of scope, default, tenants, headers"
     );
     let scope = r#"{"sources": {"gh": {}}, "rate_limits": {"scope": "Fleet", "default": {"rate": 1, "burst": 1}}}"#;
     assert_eq!(
