@@ -67,6 +67,23 @@ fn no_token_or_a_wrong_one_is_refused_and_counted() {
     for path in ["/v1/hit", "/v1/settle", "/v1/reset", "/v1/nope"] {
         assert_unauthorized(&post(&store, path, None, &json!({})), None);
     }
+    // Overrides: every method, with no token, changes and reveals nothing.
+    for (method, path) in [
+        ("PUT", "/v1/overrides/acme"),
+        ("GET", "/v1/overrides/acme"),
+        ("DELETE", "/v1/overrides/acme"),
+        ("GET", "/v1/overrides"),
+    ] {
+        let res = request(
+            method,
+            &store.url_of(path),
+            &[("content-type", "application/json")],
+            br#"{"rate": 1, "burst": 1}"#,
+            Duration::from_secs(30),
+        )
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        assert_unauthorized(&res, None);
+    }
     let wrong = fresh_token("wrong");
     assert_unauthorized(
         &post(&store, "/v1/hit", Some(&wrong), &hit("w")),
@@ -84,7 +101,7 @@ fn no_token_or_a_wrong_one_is_refused_and_counted() {
     assert_unauthorized(&basic, None);
     assert_eq!(
         store.metric("ankusa_store_unauthorized_total{reason=\"missing\"}"),
-        5.0
+        9.0
     );
     assert_eq!(
         store.metric("ankusa_store_unauthorized_total{reason=\"invalid\"}"),
@@ -92,7 +109,7 @@ fn no_token_or_a_wrong_one_is_refused_and_counted() {
     );
     assert_eq!(
         store.metric("ankusa_store_errors_total{cause=\"unauthorized\"}"),
-        6.0
+        10.0
     );
     assert_eq!(
         store.metric("ankusa_store_requests_total{endpoint=\"hit\",result=\"unauthorized\"}"),
@@ -110,6 +127,16 @@ fn no_token_or_a_wrong_one_is_refused_and_counted() {
             "{path}"
         );
     }
+    let bearer = format!("Bearer {}", run_token());
+    let set = request(
+        "PUT",
+        &store.url_of("/v1/overrides/acme"),
+        &[("authorization", bearer.as_str())],
+        br#"{"rate": 10, "burst": 100, "ttl_ms": 60000}"#,
+        Duration::from_secs(30),
+    )
+    .expect("answer");
+    assert_eq!(set.status, 200, "{}", set.text());
     let ok = post(&store, "/v1/hit", Some(run_token()), &hit("ok"));
     assert_eq!(
         (ok.status, ok.json()["result"].clone()),
