@@ -326,9 +326,9 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
             for i in order {
                 let (v, edge) = (&chosen[i], &edges[i]);
                 let spec = load_spec(v, edge, &format!("seq{round}"), args.clients, measured);
-                let (before, s0) = (Snapshot::take(edge, tick), shared());
+                let (before, s0) = (Snapshot::before(edge, tick), shared());
                 let report = load::run(&spec)?;
-                let (after, s1) = (Snapshot::take(edge, tick), shared());
+                let (after, s1) = (Snapshot::after(edge, tick), shared());
                 tallies[i].add(&report, before, after);
                 tallies[i].add_shared(s1.since(s0));
             }
@@ -350,10 +350,10 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
                 .zip(&edges)
                 .map(|(v, e)| load_spec(v, e, &format!("con{round}"), each, measured))
                 .collect();
-            let before: Vec<Snapshot> = edges.iter().map(|e| Snapshot::take(e, tick)).collect();
+            let before: Vec<Snapshot> = edges.iter().map(|e| Snapshot::before(e, tick)).collect();
             let s0 = shared();
             let reports = load_all(specs)?;
-            let after: Vec<Snapshot> = edges.iter().map(|e| Snapshot::take(e, tick)).collect();
+            let after: Vec<Snapshot> = edges.iter().map(|e| Snapshot::after(e, tick)).collect();
             let mut s1 = shared().since(s0);
             // The load generator serves every Envoy at once: no variant owns the others' CPU.
             s1.others_cpu = 0.0;
