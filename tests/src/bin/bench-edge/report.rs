@@ -72,8 +72,12 @@ pub fn problem(v: &Variant, t: &Tally, mode: &str) -> Option<String> {
 }
 
 pub fn print_facts(args: &Args, redis: &Redis, pinning: &str) {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    // Counted from /proc: once this process is pinned it may use only one.
+    let cores = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
     let model = cpuinfo
         .lines()
         .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))

@@ -202,11 +202,12 @@ pub fn without_wasm(bootstrap: &str) -> Result<String, String> {
     Ok(kept.join("\n") + "\n")
 }
 
-/// The stat prefix of the native rate limiter; its counters read
-/// `envoy_http_local_rate_limit_{prefix}_…` on `/stats/prometheus`... see [`LOCAL_OK`].
+/// The stat prefix of the native rate limiter (`bench_local.http_local_rate_limit.*`).
 pub const LOCAL_PREFIX: &str = "bench_local";
-/// Requests the native limiter let through.
-pub const LOCAL_OK: &str = "envoy_bench_local_http_local_rate_limit_ok";
+/// Requests the native limiter let through, as `/stats/prometheus` prints it
+/// (Envoy turns the prefix into a label).
+pub const LOCAL_OK: &str =
+    r#"envoy_http_local_rate_limit_ok{envoy_local_http_ratelimit_prefix="bench_local"}"#;
 
 /// `bootstrap` with Envoy's `local_ratelimit` before the router, its bucket
 /// (4 000 000 000 tokens, refilled in full every second) too large to deny.
@@ -288,6 +289,8 @@ mod tests {
             "{native}"
         );
         assert_eq!(native.lines().count(), bare.lines().count() + 7);
+        assert!(native.contains(&format!("stat_prefix: {LOCAL_PREFIX}\n")));
+        assert!(LOCAL_OK.contains(&format!("\"{LOCAL_PREFIX}\"")));
         assert!(with_local_ratelimit("static_resources: {}\n").is_err());
     }
 
