@@ -1,31 +1,49 @@
 #!/usr/bin/env bash
-# What the Ankusa filter costs an edge. One Envoy set-up, one run, four
-# variants side by side: (a) no wasm filter, (b) the filter on node scopes,
-# (d) the same with GitHub signatures verified (signed hooks, same source),
-# (c) the filter on fleet scopes (release ankusa-store, real Redis). Prints
-# rate, p50/p99 and ratios to (a), Envoy CPU per hook, and what verification
-# costs per hook, (d) beside (b). A benchmark, not a test.
+# What the Ankusa filter costs an edge, as Envoy CPU per hook beside other
+# edges: (a) the router alone, (l) Envoy's native local_ratelimit, (n) a
+# no-op wasm filter, (f) a wasm filter making one callout per hook, then the
+# filter on (b) node scopes, (d) node scopes verifying GitHub signatures,
+# (c) fleet scopes (release ankusa-store, real Redis) and (o) fleet scopes
+# with the store down and the breaker open. Every Envoy has one worker pinned
+# to CPU 0, everything else runs on CPU 1; Envoy CPU per hook comes from
+# /proc. Two modes: sequential (one Envoy at a time, rounds in alternating
+# order) and concurrent (every Envoy loaded at once on CPU 0: ratios taken in
+# the same moment). Prints rates, latencies, CPU per hook, and the ratios
+# beside the goals. A benchmark, not a test.
 #
-#   scripts/bench-edge.sh             # 32 clients, 5 s per variant after 1 s warm-up
-#   CLIENTS=64 SECONDS_RUN=10 scripts/bench-edge.sh
+#   scripts/bench-edge.sh                      # both modes, 32 clients, 3 rounds of 3 s
+#   MODE=concurrent ROUNDS=5 scripts/bench-edge.sh
+#   ONLY=anbfc SECONDS_RUN=1 ROUNDS=1 scripts/bench-edge.sh   # a quick look
 #
-# Every process (Redis, ankusa-store, the intake, four Envoys) is started by
+# Every process (Redis, ankusa-store, the intake, the Envoys) is started by
 # bench-edge on free loopback ports and stopped by PID when it ends, fails or
 # gets SIGTERM; the whole run is bounded by `timeout`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CLIENTS=${CLIENTS:-32}
-SECONDS_RUN=${SECONDS_RUN:-5}
+SECONDS_RUN=${SECONDS_RUN:-3}
+ROUNDS=${ROUNDS:-3}
 WARMUP=${WARMUP:-1}
-CONCURRENCY=${CONCURRENCY:-2}
+CONCURRENCY=${CONCURRENCY:-1}
+MODE=${MODE:-both}
+ONLY=${ONLY:-alnfbdco}
+PIN=${PIN:-1}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 cargo build --release -p ankusa-store --bins >&2
 cargo build --release -p ankusa-tests --bin intake --bin bench-edge >&2
-cargo build --release -p ankusa-filter --target wasm32-wasip1 >&2
+cargo build --release --target wasm32-wasip1 \
+  -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout >&2
 
-# Start-up (four Envoys compiling the filter) plus four warm-ups and runs.
-LIMIT=$(awk -v s="$SECONDS_RUN" -v w="$WARMUP" 'BEGIN { printf "%d", 240 + 8 * (s + w) }')
+pin_args=()
+[ "$PIN" = 1 ] || pin_args=(--no-pin)
+
+# Start-up (eight Envoys compiling their modules), warm-ups, then per mode
+# ROUNDS rounds: one run per variant (sequential) or one for all (concurrent).
+LIMIT=$(awk -v s="$SECONDS_RUN" -v w="$WARMUP" -v r="$ROUNDS" -v n="${#ONLY}" \
+  'BEGIN { printf "%d", 300 + n * (w + 6) + r * (n + 1) * (s + 2) }')
 timeout --kill-after=10 "$LIMIT" "$TARGET_DIR/release/bench-edge" \
-  --clients "$CLIENTS" --seconds "$SECONDS_RUN" --warmup-seconds "$WARMUP" --concurrency "$CONCURRENCY"
+  --clients "$CLIENTS" --seconds "$SECONDS_RUN" --rounds "$ROUNDS" \
+  --warmup-seconds "$WARMUP" --concurrency "$CONCURRENCY" --mode "$MODE" \
+  --only "$ONLY" "${pin_args[@]}"

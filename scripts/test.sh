@@ -17,8 +17,8 @@ cargo fmt --all -- --check
 
 step "cargo clippy (native, all targets)"
 cargo clippy --workspace --all-targets -- -D warnings
-step "cargo clippy (filter as wasm32-wasip1)"
-cargo clippy -p ankusa-filter --target wasm32-wasip1 -- -D warnings
+step "cargo clippy (filter and the benchmark's floor filters as wasm32-wasip1)"
+cargo clippy -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout --target wasm32-wasip1 -- -D warnings
 
 step "promtool: alert rules, scrape config, dashboard queries"
 promtool check rules deploy/prometheus/alerts.yml
@@ -26,9 +26,9 @@ promtool test rules deploy/prometheus/alerts.test.yml
 promtool check config deploy/prometheus/prometheus.yml
 cargo test -q -p ankusa-tests --test dashboards
 
-step "build: binaries and the filter"
+step "build: binaries, the filter and the benchmark's floor filters"
 cargo build --workspace --bins
-cargo build -p ankusa-filter --target wasm32-wasip1 --release
+cargo build -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout --target wasm32-wasip1 --release
 
 step "core tests, native"
 cargo test -p ankusa-core

@@ -4,10 +4,12 @@
 //! - [`fleet`]: Redis, the store, the intake and N Envoy edges as one unit.
 //! - [`provider`]: the mock webhook provider and its audit of the intake.
 //! - [`load`]: a keep-alive HTTP/1.1 load generator (the benchmark scripts' client).
+//! - [`floors`]: the no-op and one-callout wasm filters the edge benchmark compares with.
 //! - [`ids`], [`codec`]: hook ids, seedable randomness, the encodings providers sign with.
 
 pub mod codec;
 pub mod fleet;
+pub mod floors;
 pub mod ids;
 pub mod intake;
 pub mod load;

@@ -1,133 +1,86 @@
-//! `bench-edge [--clients N] [--seconds S] [--warmup-seconds S] [--concurrency N]`
+//! `bench-edge [--clients N] [--seconds S] [--rounds R] [--mode M] …`
 //!
-//! What the filter costs an edge: the same Envoy, listener and route
-//! forwarding the same webhook POSTs to the intake, (a) without the wasm
-//! filter, (b) with it on node scopes (no store call), (d) the same with the
-//! source verifying GitHub signatures (the body buffered and its HMAC checked)
-//! and (c) on fleet scopes (one call per hook to a release ankusa-store on a
-//! real Redis), quotas high enough that nothing is refused. Prints one table
-//! with each variant's rate, p50/p99 and their ratios to (a), and what
-//! verification costs per hook in Envoy CPU, (d) beside (b). Run by scripts/bench-edge.sh, which builds
-//! the release artefacts first.
+//! What the filter costs an edge, as Envoy CPU per hook beside what other
+//! edges cost: the same Envoy, listener and route forwarding the same webhook
+//! POSTs to the intake, with (a) the router alone, (l) Envoy's native
+//! `local_ratelimit`, (n) a no-op wasm filter, (f) a wasm filter making one
+//! callout per hook (the store's `/healthz`), then the Ankusa filter on
+//! (b) node scopes, (d) node scopes verifying GitHub signatures, (c) fleet
+//! scopes (one `/v1/hit` per hook to a release ankusa-store on a real Redis)
+//! and (o) fleet scopes with the store unreachable and the breaker open.
+//! Quotas are high enough that nothing is refused.
+//!
+//! Every Envoy runs with one worker pinned to one core (`taskset`), and
+//! everything else (Redis, the store, the intake, this load generator) on
+//! another. Envoy's CPU per hook is Δ(utime+stime) from `/proc/<pid>/stat`
+//! over the 2xx answers. Two modes: `sequential` loads one Envoy at a time,
+//! in rounds whose order alternates (forward, then backward), so a drift in
+//! what else the machine does falls on every variant alike; `concurrent`
+//! loads every Envoy at once on the same core (the clients split evenly), so
+//! ratios between variants are taken in the same moment and survive a noisy
+//! machine. Prints ratios beside the goals. Run by scripts/bench-edge.sh,
+//! which builds the release artefacts first.
 
-use ankusa_testkit::envoy::{fleet_filter_config, render, Edge, EdgeSpec};
+use ankusa_testkit::envoy::{Edge, EdgeSpec};
 use ankusa_testkit::intake::Intake;
+use ankusa_testkit::paths;
+use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
-use ankusa_testkit::{http, paths};
 use ankusa_tests::fleet::stop_children;
-use ankusa_tests::load::{self, LoadSpec};
-use clap::Parser;
-use serde_json::{json, Value};
+use ankusa_tests::floors;
+use ankusa_tests::load::{self, LoadSpec, Report};
+use clap::{Parser, ValueEnum};
 use std::time::Duration;
 
+mod measure;
 mod report;
-use report::{clock_tick, cpu_seconds, print_cpu, print_facts, print_table, Row};
+mod variants;
+use measure::{allowed_cpus, clock_tick, pin, Shared, Snapshot, Tally};
+use variants::{Variant, BODY, PATH, SIGNED_BODY};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// One Envoy loaded at a time, rounds alternating in order.
+    Sequential,
+    /// Every Envoy loaded at once on the same core.
+    Concurrent,
+    /// Sequential, then concurrent.
+    Both,
+}
 
 #[derive(Parser)]
 #[command(name = "bench-edge", version)]
-struct Args {
-    /// Concurrent keep-alive clients.
+pub struct Args {
+    /// Concurrent keep-alive clients (split evenly between the Envoys in concurrent mode).
     #[arg(long, default_value_t = 32)]
     clients: usize,
-    /// Measured seconds per variant.
-    #[arg(long, default_value_t = 5.0)]
+    /// Measured seconds per variant per round.
+    #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// Rounds per mode.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Unmeasured seconds per variant first (V8's JIT, upstream connections).
     #[arg(long, default_value_t = 1.0)]
     warmup_seconds: f64,
     /// Envoy worker threads (`--concurrency`).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 1)]
     concurrency: u32,
-}
-
-/// The hook every client sends, `{i}` being the request counter.
-const PATH: &str = "/webhooks/gh";
-const BODY: &str = r#"{"zen":"Design for failure.","n":{i}}"#;
-/// The intake answers this without writing to disk: the upstream stays cheap.
-const INTAKE_STATUS: &str = "201";
-
-struct Variant {
-    key: char,
-    name: &'static str,
-    /// The plugin configuration; `None` removes the wasm filter.
-    config: Option<Value>,
-    /// Hooks are signed ([`SIGNED_BODY`], `x-hub-signature-256`) and the
-    /// filter's VM holds the secret.
-    signed: bool,
-}
-
-/// The verified variant's secret, passed to Envoy's VM by name.
-const SECRET_ENV: &str = "ANKUSA_BENCH_GH_SECRET";
-const SECRET: &str = "bench-edge-github-secret";
-/// [`BODY`] as it reads for a six-digit counter: the same bytes to hash for
-/// every hook, so one signature serves the whole run (deliveries still differ
-/// by their `x-github-delivery`).
-const SIGNED_BODY: &str = r#"{"zen":"Design for failure.","n":100000}"#;
-
-fn variants() -> Vec<Variant> {
-    // Both filter variants differ only in scope; no tenant can be refused.
-    let mut fleet = fleet_filter_config();
-    fleet["rate_limits"]["tenants"]["acme"] = json!({"rate": 1_000_000, "burst": 1_000_000});
-    // A call slower than the budget would be answered node-locally and no
-    // longer measure the store: give a loaded machine room, and count fallbacks.
-    fleet["fleet"]["timeout_ms"] = json!(1_000);
-    let mut node = fleet.clone();
-    node["rate_limits"]["scope"] = json!("node");
-    node["dedupe"]["scope"] = json!("node");
-    if let Some(map) = node.as_object_mut() {
-        map.remove("fleet");
-    }
-    let mut verified = node.clone();
-    verified["sources"]["gh"]["verify"] = json!({"scheme": "github", "secret_env": [SECRET_ENV]});
-    vec![
-        Variant {
-            key: 'a',
-            name: "bare Envoy (no filter)",
-            config: None,
-            signed: false,
-        },
-        Variant {
-            key: 'b',
-            name: "filter, node scopes",
-            config: Some(node),
-            signed: false,
-        },
-        Variant {
-            key: 'd',
-            name: "filter, node, verify",
-            config: Some(verified),
-            signed: true,
-        },
-        Variant {
-            key: 'c',
-            name: "filter, fleet scopes",
-            config: Some(fleet),
-            signed: false,
-        },
-    ]
-}
-
-/// The rendered bootstrap without the wasm filter: the same listener, route
-/// and clusters, the router the only HTTP filter.
-fn without_wasm(bootstrap: &str) -> Result<String, String> {
-    let lines: Vec<&str> = bootstrap.lines().collect();
-    let find = |name: &str| {
-        lines
-            .iter()
-            .position(|l| l.trim() == format!("- name: {name}"))
-            .ok_or_else(|| format!("the edge template has no `- name: {name}` line"))
-    };
-    let (wasm, router) = (
-        find("envoy.filters.http.wasm")?,
-        find("envoy.filters.http.router")?,
-    );
-    if router < wasm {
-        return Err("the edge template lists the router before the wasm filter".to_string());
-    }
-    let mut kept: Vec<&str> = lines[..wasm].to_vec();
-    kept.extend(&lines[router..]);
-    Ok(kept.join("\n") + "\n")
+    #[arg(long, value_enum, default_value_t = Mode::Both)]
+    mode: Mode,
+    /// The variants to run, by key (`alnfbdco` is all of them).
+    #[arg(long, default_value = "alnfbdco")]
+    only: String,
+    /// The core every Envoy is pinned to.
+    #[arg(long, default_value_t = 0)]
+    envoy_cpu: usize,
+    /// The core everything else is pinned to.
+    #[arg(long, default_value_t = 1)]
+    rest_cpu: usize,
+    /// Pin nothing (a machine with one core, or a comparison with the old figures).
+    #[arg(long)]
+    no_pin: bool,
 }
 
 fn main() {
@@ -146,8 +99,7 @@ fn main() {
         std::process::exit(1);
     }
     match run(&args) {
-        Ok(rows) => {
-            let problems: Vec<String> = rows.iter().filter_map(Row::problem).collect();
+        Ok(problems) => {
             for p in &problems {
                 eprintln!("bench-edge: {p}");
             }
@@ -194,14 +146,87 @@ fn seconds(flag: &str, v: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(v).map_err(|_| format!("--{flag} must be seconds ≥ 0, got {v}"))
 }
 
-fn run(args: &Args) -> Result<Vec<Row>, String> {
+/// The variants `only` names, in their usual order.
+fn chosen(only: &str) -> Result<Vec<Variant>, String> {
+    let all = variants::variants();
+    if let Some(bad) = only.chars().find(|c| !all.iter().any(|v| v.key == *c)) {
+        return Err(format!(
+            "--only {only:?}: no variant {bad:?} (the keys are {})",
+            all.iter().map(|v| v.key).collect::<String>()
+        ));
+    }
+    let picked: Vec<Variant> = all.into_iter().filter(|v| only.contains(v.key)).collect();
+    if picked.is_empty() {
+        return Err("--only names no variant".to_string());
+    }
+    Ok(picked)
+}
+
+/// What every client of `variant` sends to `edge` for `duration`.
+fn load_spec(
+    variant: &Variant,
+    edge: &Edge,
+    tag: &str,
+    clients: usize,
+    duration: Duration,
+) -> LoadSpec {
+    let mut headers = vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        // A fresh delivery per hook: none is a duplicate, every one a claim.
+        (
+            "x-github-delivery".to_string(),
+            format!("{tag}-{}-{{i}}", variant.key),
+        ),
+        ("x-intake-status".to_string(), "201".to_string()),
+    ];
+    let body = if variant.signed {
+        headers.push(("x-hub-signature-256".to_string(), variants::signature()));
+        SIGNED_BODY
+    } else {
+        BODY
+    };
+    LoadSpec {
+        url: edge.url(PATH),
+        method: "POST".to_string(),
+        headers,
+        body: body.to_string(),
+        clients,
+        duration,
+        expect_body: None,
+        timeout: Duration::from_secs(10),
+    }
+}
+
+/// Runs every spec at once on one runtime; the reports in the same order.
+fn load_all(specs: Vec<LoadSpec>) -> Result<Vec<Report>, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let tasks: Vec<_> = specs
+            .into_iter()
+            .map(|s| tokio::spawn(async move { load::drive(&s).await }))
+            .collect();
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.map_err(|e| format!("a load failed: {e}"))??);
+        }
+        Ok(out)
+    })
+}
+
+fn run(args: &Args) -> Result<Vec<String>, String> {
     let measured = seconds("seconds", args.seconds)?;
     let warmup = seconds("warmup-seconds", args.warmup_seconds)?;
-    let wasm = paths::target_dir().join("wasm32-wasip1/release/ankusa_filter.wasm");
+    if args.rounds == 0 {
+        return Err("--rounds must be at least 1, got 0".to_string());
+    }
+    let chosen = chosen(&args.only)?;
     for needed in [
         paths::target_dir().join("release/ankusa-store"),
         paths::target_dir().join("release/intake"),
-        wasm.clone(),
+        paths::target_dir().join("wasm32-wasip1/release/ankusa_filter.wasm"),
     ] {
         if !needed.exists() {
             return Err(format!(
@@ -209,6 +234,15 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
                 needed.display()
             ));
         }
+    }
+    floors::wasm(floors::NOOP)?;
+    floors::wasm(floors::CALLOUT)?;
+
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pinned = !args.no_pin && cores >= 2;
+    if pinned {
+        // Before any child starts: they inherit it; each Envoy is moved after.
+        pin(std::process::id(), args.rest_cpu)?;
     }
     let redis = Redis::start();
     let store = Store::start(&redis.url());
@@ -219,162 +253,146 @@ fn run(args: &Args) -> Result<Vec<Row>, String> {
         ));
     }
     let intake = Intake::start();
+    let dead_store = free_port();
 
-    print_facts(args, &redis);
-    let tick = clock_tick();
-    let mut rows = Vec::new();
-    // One Envoy at a time: the one measured has the cores to itself (and to
-    // what it calls), with no idle edge's timers beside it.
-    for variant in variants() {
+    let mut edges = Vec::new();
+    for v in &chosen {
+        let store_port = if v.store_down { dead_store } else { store.port };
         let mut spec = EdgeSpec::new(
-            &format!("bench-{}", variant.key),
+            &format!("bench-{}", v.key),
             intake.port,
-            store.port,
-            variant.config.clone().unwrap_or_else(|| json!({})),
+            store_port,
+            serde_json::Value::Null,
         );
         spec.concurrency = args.concurrency;
-        if variant.signed {
-            spec.vm_env = vec![(SECRET_ENV.to_string(), SECRET.to_string())];
+        let mut edge = variants::spawn(v, spec)?;
+        edge.wait_ready(Duration::from_secs(90));
+        if pinned {
+            pin(edge.proc.pid(), args.envoy_cpu)?;
         }
-        let mut edge = match &variant.config {
-            Some(_) => Edge::spawn(spec),
-            None => {
-                let bare = without_wasm(&render(&spec, &wasm))?;
-                Edge::spawn_with(spec, move |_| bare)
-            }
-        };
-        edge.wait_ready(Duration::from_secs(60));
-        let signed = variant.signed;
-        let spec = |tag: String, duration: Duration| {
-            let mut headers = vec![
-                ("content-type".to_string(), "application/json".to_string()),
-                // A fresh delivery per hook: none is a duplicate, every one a claim.
-                ("x-github-delivery".to_string(), format!("{tag}-{{i}}")),
-                ("x-intake-status".to_string(), INTAKE_STATUS.to_string()),
-            ];
-            let body = if signed {
-                headers.push(("x-hub-signature-256".to_string(), signature()));
-                SIGNED_BODY
-            } else {
-                BODY
-            };
-            LoadSpec {
-                url: edge.url(PATH),
-                method: "POST".to_string(),
-                headers,
-                body: body.to_string(),
-                clients: args.clients,
-                duration,
-                expect_body: None,
-                timeout: Duration::from_secs(10),
-            }
-        };
-        load::run(&spec(format!("warm-{}", variant.key), warmup))?;
-        let pids = [
-            edge.proc.pid(),
-            store.proc.pid(),
-            redis.proc.pid(),
-            intake.proc.pid(),
-            std::process::id(),
-        ];
-        let counts = || {
-            (
-                edge.stat(r#"ankusa_admissions_total{outcome="admitted"}"#),
-                edge.stat("ankusa_fleet_fallback_total"),
-                store_hits(&store),
-                pids.map(|pid| cpu_seconds(pid, tick)),
-            )
-        };
-        let before = counts();
-        let report = load::run(&spec(format!("run-{}", variant.key), measured))?;
-        let after = counts();
-        rows.push(Row {
-            variant,
-            report,
-            admitted: after.0 - before.0,
-            fallbacks: after.1 - before.1,
-            store_hits: after.2 - before.2,
-            cpu: std::array::from_fn(|i| after.3[i] - before.3[i]),
-        });
-        drop(edge);
+        edges.push(edge);
     }
-    print_table(&rows);
-    print_cpu(&rows, args.concurrency, measured);
-    Ok(rows)
+    let pinning = if pinned {
+        format!(
+            "every Envoy on CPU {} (Cpus_allowed_list {}), everything else on CPU {} ({})",
+            args.envoy_cpu,
+            allowed_cpus(edges[0].proc.pid()),
+            args.rest_cpu,
+            allowed_cpus(std::process::id())
+        )
+    } else {
+        "none (every process may run on every core)".to_string()
+    };
+    report::print_facts(args, &redis, &pinning);
+
+    for (v, edge) in chosen.iter().zip(&edges) {
+        load::run(&load_spec(v, edge, "warm", args.clients, warmup))?;
+        if v.store_down {
+            // The breaker opens after a few failed calls; give it up to 10 more warm-ups.
+            for _ in 0..10 {
+                if edge.stat("ankusa_fleet_breaker_state") == 1.0 {
+                    break;
+                }
+                load::run(&load_spec(
+                    v,
+                    edge,
+                    "warm",
+                    args.clients,
+                    Duration::from_millis(500),
+                ))?;
+            }
+        }
+    }
+
+    let tick = clock_tick();
+    let others = [
+        store.proc.pid(),
+        redis.proc.pid(),
+        intake.proc.pid(),
+        std::process::id(),
+    ];
+    let shared = || Shared::read(&store, &redis, &others, tick);
+    let mut problems = Vec::new();
+    let sequential = matches!(args.mode, Mode::Sequential | Mode::Both);
+    let concurrent = matches!(args.mode, Mode::Concurrent | Mode::Both);
+
+    if sequential {
+        let mut tallies = vec![Tally::default(); chosen.len()];
+        for round in 0..args.rounds {
+            let mut order: Vec<usize> = (0..chosen.len()).collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for i in order {
+                let (v, edge) = (&chosen[i], &edges[i]);
+                let spec = load_spec(v, edge, &format!("seq{round}"), args.clients, measured);
+                let (before, s0) = (Snapshot::before(edge, tick), shared());
+                let report = load::run(&spec)?;
+                let (after, s1) = (Snapshot::after(edge, tick), shared());
+                tallies[i].add(&report, before, after);
+                tallies[i].add_shared(s1.since(s0));
+            }
+        }
+        problems.extend(finish(
+            "sequential: one Envoy loaded at a time",
+            "sequential",
+            &chosen,
+            &mut tallies,
+        ));
+    }
+
+    if concurrent {
+        let mut tallies = vec![Tally::default(); chosen.len()];
+        let each = (args.clients / chosen.len()).max(1);
+        for round in 0..args.rounds {
+            let specs = chosen
+                .iter()
+                .zip(&edges)
+                .map(|(v, e)| load_spec(v, e, &format!("con{round}"), each, measured))
+                .collect();
+            let before: Vec<Snapshot> = edges.iter().map(|e| Snapshot::before(e, tick)).collect();
+            let s0 = shared();
+            let reports = load_all(specs)?;
+            let after: Vec<Snapshot> = edges.iter().map(|e| Snapshot::after(e, tick)).collect();
+            let mut s1 = shared().since(s0);
+            // The load generator serves every Envoy at once: no variant owns the others' CPU.
+            s1.others_cpu = 0.0;
+            for (i, t) in tallies.iter_mut().enumerate() {
+                t.add(&reports[i], before[i], after[i]);
+                if chosen[i].hits_store() {
+                    t.add_shared(s1);
+                }
+            }
+        }
+        let title =
+            format!("concurrent: every Envoy loaded at once on one core, {each} clients each");
+        problems.extend(finish(&title, "concurrent", &chosen, &mut tallies));
+    }
+    drop(edges);
+    Ok(problems)
 }
 
-/// GitHub's signature of [`SIGNED_BODY`] under [`SECRET`].
-fn signature() -> String {
-    use ankusa_core::verify::{body_mac, Encoding};
-    body_mac::sign(
-        SECRET.as_bytes(),
-        "sha256=",
-        Encoding::Hex,
-        SIGNED_BODY.as_bytes(),
-    )
-}
-
-/// Every `/v1/hit` the store answered, whatever the result.
-fn store_hits(store: &Store) -> f64 {
-    let text = http::get(&store.url_of("/metrics"))
-        .map(|r| r.text())
-        .unwrap_or_default();
-    text.lines()
-        .filter(|l| {
-            l.starts_with("ankusa_store_requests_total{") && l.contains(r#"endpoint="hit""#)
-        })
-        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
-        .sum()
+/// Prints one mode and returns its problems.
+fn finish(title: &str, mode: &str, chosen: &[Variant], tallies: &mut [Tally]) -> Vec<String> {
+    tallies.iter_mut().for_each(Tally::finish);
+    let rows: Vec<(&Variant, &Tally)> = chosen.iter().zip(tallies.iter()).collect();
+    report::print_mode(title, &rows);
+    rows.iter()
+        .filter_map(|(v, t)| report::problem(v, t, mode))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     #[test]
-    fn the_bare_bootstrap_keeps_everything_but_the_wasm_filter() {
-        let spec = EdgeSpec::new("edge-t", 1, 2, json!({"sources": {}}));
-        let full = render(&spec, Path::new("/x.wasm"));
-        let bare = without_wasm(&full).unwrap();
-        assert!(!bare.contains("envoy.filters.http.wasm"), "{bare}");
-        assert!(!bare.contains("/x.wasm"), "{bare}");
-        for kept in [
-            "http_filters:\n          - name: envoy.filters.http.router",
-            "route: { cluster: intake, timeout: 30s }",
-            "per_connection_buffer_limit_bytes",
-            "- name: ankusa_store",
-        ] {
-            assert!(bare.contains(kept), "{kept} missing:\n{bare}");
-        }
-        assert!(without_wasm("static_resources: {}\n").is_err());
-    }
-
-    #[test]
-    fn the_filter_variants_differ_only_in_scope() {
-        let v = variants();
-        let (node, fleet) = (v[1].config.clone().unwrap(), v[3].config.clone().unwrap());
-        assert_eq!(node["rate_limits"]["scope"], "node");
-        assert_eq!(fleet["rate_limits"]["scope"], "fleet");
-        assert_eq!(node["sources"], fleet["sources"]);
-        assert_eq!(
-            node["rate_limits"]["tenants"],
-            fleet["rate_limits"]["tenants"]
-        );
-        assert!(node.get("fleet").is_none());
-    }
-
-    #[test]
-    fn the_verified_variant_is_node_scopes_plus_verify() {
-        let v = variants();
-        let (node, mut verified) = (v[1].config.clone().unwrap(), v[2].config.clone().unwrap());
-        assert_eq!(v[2].key, 'd');
-        assert!(v[2].signed && !v[1].signed);
-        verified["sources"]["gh"]
-            .as_object_mut()
-            .unwrap()
-            .remove("verify");
-        assert_eq!(node, verified);
-        assert_eq!(SIGNED_BODY.len(), BODY.replace("{i}", "100000").len());
+    fn only_picks_variants_by_key_in_their_order() {
+        let keys = |s: &str| chosen(s).unwrap().iter().map(|v| v.key).collect::<String>();
+        assert_eq!(keys("ca"), "ac");
+        assert_eq!(keys("alnfbdco"), "alnfbdco");
+        let err = chosen("az").err().unwrap();
+        assert!(err.contains("'z'"), "{err}");
+        assert!(chosen("").is_err());
     }
 }

@@ -1,139 +1,87 @@
-//! What bench-edge prints: the machine and knobs, one row per variant with
-//! its ratios to the bare Envoy, and where the CPU went.
+//! What bench-edge prints: the machine and knobs; per mode one row per
+//! variant with its rate, latencies and Envoy CPU per hook; the ratios
+//! between variants beside the goals; and why a row doesn't measure what it
+//! names, if it doesn't.
 
-use super::{Args, Variant, BODY, INTAKE_STATUS, PATH};
+use super::measure::Tally;
+use super::variants::{Module, Variant, BODY, PATH};
+use super::Args;
 use ankusa_testkit::paths;
 use ankusa_testkit::redis::Redis;
-use ankusa_tests::load::{self, Report};
-use std::time::Duration;
+use ankusa_tests::load;
 
-/// What one variant measured, and the edge's and store's counts over the run.
-pub struct Row {
-    pub variant: Variant,
-    pub report: Report,
-    pub admitted: f64,
-    pub fallbacks: f64,
-    pub store_hits: f64,
-    /// CPU seconds each process used over the measured run, in [`CPU_OF`] order.
-    pub cpu: [f64; 5],
-}
+/// A ratio of Envoy CPU per hook the goals bound: `num`/`den` at most `goal`.
+pub const GOALS: [(char, char, f64, &str); 2] = [
+    ('b', 'n', 1.15, "node scopes / no-op wasm filter"),
+    ('c', 'f', 1.00, "fleet scopes / one-callout floor"),
+];
 
-/// Whose CPU time is read: on a machine this small they all share the cores.
-pub const CPU_OF: [&str; 5] = ["envoy", "store", "redis", "intake", "load"];
+/// Ratios printed for context, no goal attached.
+const CONTEXT: [(char, char, &str); 8] = [
+    ('l', 'a', "native local_ratelimit / bare"),
+    ('n', 'a', "no-op wasm / bare"),
+    ('n', 'l', "no-op wasm / native local_ratelimit"),
+    ('f', 'n', "one-callout floor / no-op wasm"),
+    ('b', 'a', "node scopes / bare"),
+    ('d', 'b', "node + verify / node scopes"),
+    ('c', 'b', "fleet scopes / node scopes"),
+    ('o', 'b', "fleet, breaker open / node scopes"),
+];
 
-impl Row {
-    /// Why this row doesn't measure what it names, if it doesn't.
-    pub fn problem(&self) -> Option<String> {
-        let v = &self.variant;
-        if self.report.ok == 0 {
-            return Some(format!(
-                "({}) got no 2xx answer: {}",
-                v.key,
-                self.report.line()
-            ));
+/// Why `t` doesn't measure what `v` names, if it doesn't.
+pub fn problem(v: &Variant, t: &Tally, mode: &str) -> Option<String> {
+    let tag = format!("{mode} ({})", v.key);
+    let ok = t.ok as f64;
+    if t.ok == 0 {
+        return Some(format!(
+            "{tag} got no 2xx answer ({} non-2xx, {} errors)",
+            t.non_2xx, t.errors
+        ));
+    }
+    if t.non_2xx > 0 {
+        return Some(format!(
+            "{tag} {} hooks were refused: nothing should be",
+            t.non_2xx
+        ));
+    }
+    match v.module {
+        Module::Filter if t.counts.admitted == 0.0 => {
+            Some(format!("{tag} the filter admitted nothing"))
         }
-        if v.config.is_some() && self.admitted == 0.0 {
-            return Some(format!("({}) the filter admitted nothing", v.key));
+        Module::LocalRatelimit if t.counts.local_ok < ok => Some(format!(
+            "{tag} the native limiter passed {} of {} hooks",
+            t.counts.local_ok, t.ok
+        )),
+        Module::Noop if t.counts.noop < ok => Some(format!(
+            "{tag} the no-op filter counted {} of {} hooks",
+            t.counts.noop, t.ok
+        )),
+        Module::Callout if t.counts.callout_answers < ok => Some(format!(
+            "{tag} the callout floor had {} answers for {} hooks",
+            t.counts.callout_answers, t.ok
+        )),
+        _ if v.hits_store() && t.shared.store_hits == 0.0 => {
+            Some(format!("{tag} the store saw no /v1/hit"))
         }
-        if v.signed && self.report.non_2xx > 0 {
-            return Some(format!(
-                "({}) {} signed hooks were refused",
-                v.key, self.report.non_2xx
-            ));
-        }
-        if v.key == 'c' && self.store_hits == 0.0 {
-            return Some(format!("({}) the store saw no /v1/hit", v.key));
-        }
-        None
+        _ if v.store_down && t.counts.breaker != 1.0 => Some(format!(
+            "{tag} the breaker was not open (state {})",
+            t.counts.breaker
+        )),
+        _ => None,
     }
 }
 
-/// Clock ticks per second, the unit of /proc's CPU times.
-pub fn clock_tick() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-/// User plus system CPU seconds `pid` (all its threads) has used so far; 0 if unreadable.
-pub fn cpu_seconds(pid: u32, tick: f64) -> f64 {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // The command name may hold spaces: fields are counted after the last ')',
-    // where field 3 (state) comes first, so utime (14) and stime (15) are 11 and 12.
-    let Some(rest) = text.rfind(')').map(|i| &text[i + 1..]) else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / tick
-}
-
-pub fn print_cpu(rows: &[Row], concurrency: u32, measured: Duration) {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    println!();
-    println!(
-        "CPU seconds over each measured run ({cores} cores × {:.0} s available; envoy has {concurrency} workers):",
-        measured.as_secs_f64()
-    );
-    print!("{:<28}", "variant");
-    for name in CPU_OF {
-        print!(" {name:>7}");
-    }
-    println!(" {:>14} {:>12}", "envoy µs/hook", "all µs/hook");
-    for row in rows {
-        print!(
-            "{:<28}",
-            format!("({}) {}", row.variant.key, row.variant.name)
-        );
-        for s in row.cpu {
-            print!(" {s:>7.2}");
-        }
-        let per_hook = |s: f64| {
-            if row.report.ok > 0 {
-                format!("{:.0}", s * 1e6 / row.report.ok as f64)
-            } else {
-                "-".to_string()
-            }
-        };
-        println!(
-            " {:>14} {:>12}",
-            per_hook(row.cpu[0]),
-            per_hook(row.cpu.iter().sum())
-        );
-    }
-    let envoy_us = |key: char| {
-        rows.iter()
-            .find(|r| r.variant.key == key && r.report.ok > 0)
-            .map(|r| r.cpu[0] * 1e6 / r.report.ok as f64)
-    };
-    if let (Some(b), Some(d)) = (envoy_us('b'), envoy_us('d')) {
-        println!(
-            "verification: (d) {d:.0} vs (b) {b:.0} Envoy CPU µs/hook: {:+.0} µs per hook, ratio d/b {:.2}",
-            d - b,
-            d / b
-        );
-    }
-}
-
-pub fn print_facts(args: &Args, redis: &Redis) {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+pub fn print_facts(args: &Args, redis: &Redis, pinning: &str) {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    // Counted from /proc: once this process is pinned it may use only one.
+    let cores = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
     let model = cpuinfo
         .lines()
         .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
         .map_or("unknown CPU", |(_, m)| m.trim());
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let load: Vec<&str> = load.split_whitespace().take(3).collect();
     let envoy = std::process::Command::new(paths::envoy_bin())
         .arg("--version")
         .output()
@@ -148,80 +96,143 @@ pub fn print_facts(args: &Args, redis: &Redis) {
         .find_map(|l| l.strip_prefix("redis_version:"))
         .unwrap_or("unknown");
     println!(
-        "machine: {cores} cores ({model}), load average {}",
-        load.join(" ")
+        "machine: {cores} cores ({model}), load average {} at the start",
+        load_average()
     );
     println!("envoy:   {envoy}, --concurrency {}", args.concurrency);
     println!(
         "redis:   {redis_version}; ankusa-store, intake and this load generator: release builds"
     );
+    println!("pinning: {pinning}");
     println!(
-        "knobs:   {} keep-alive HTTP/1.1 clients, {}s measured per variant after {}s warm-up; \
+        "knobs:   {} keep-alive HTTP/1.1 clients, {} rounds of {}s per variant after {}s warm-up; \
          POST {PATH}, a ~{}-byte JSON body, a fresh x-github-delivery per hook; \
-         intake answers {INTAKE_STATUS} without storing (x-intake-status)",
+         intake answers 201 without storing (x-intake-status)",
         args.clients,
+        args.rounds,
         args.seconds,
         args.warmup_seconds,
         BODY.replace(load::COUNTER, "12345").len()
     );
-    println!();
 }
 
-pub fn print_table(rows: &[Row]) {
-    let base = rows
-        .iter()
-        .find(|r| r.variant.key == 'a')
-        .map(|r| &r.report);
-    let ratio = |v: f64, b: Option<f64>| match b {
-        Some(b) if b > 0.0 => format!("{:.2}", v / b),
-        _ => "-".to_string(),
-    };
+pub fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    load.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.filter(|x| x.is_finite())
+        .map_or("-".to_string(), |x| format!("{x:.digits$}"))
+}
+
+/// One mode's table, ratios and goals.
+pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
+    let get = |k: char| rows.iter().find(|(v, _)| v.key == k).map(|(_, t)| *t);
+    let us = |k: char| get(k).and_then(Tally::envoy_us);
+    println!();
+    println!("== {title} (load average now {})", load_average());
     println!(
-        "{:<28} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}   {:>7} {:>7} {:>7}",
+        "{:<32} {:>8} {:>8} {:>8} {:>7} {:>6} {:>6} {:>11} {:>6} {:>6} {:>11}",
         "variant",
+        "2xx",
         "2xx/s",
         "p50_ms",
         "p99_ms",
-        "non_2xx",
         "errors",
         "reconn",
-        "rate/a",
-        "p50/a",
-        "p99/a"
+        "envoy µs/hk",
+        "×(a)",
+        "×(n)",
+        "others µs/hk"
     );
-    for row in rows {
-        let r = &row.report;
-        println!(
-            "{:<28} {:>8.0} {:>8.3} {:>8.3} {:>8} {:>7} {:>7}   {:>7} {:>7} {:>7}",
-            format!("({}) {}", row.variant.key, row.variant.name),
-            r.rps(),
-            r.percentile_ms(0.50),
-            r.percentile_ms(0.99),
-            r.non_2xx,
-            r.errors,
-            r.reconnects(),
-            ratio(r.rps(), base.map(Report::rps)),
-            ratio(r.percentile_ms(0.50), base.map(|b| b.percentile_ms(0.50))),
-            ratio(r.percentile_ms(0.99), base.map(|b| b.percentile_ms(0.99))),
-        );
-    }
-    println!();
-    for row in rows.iter().filter(|r| r.variant.config.is_some()) {
-        let per_hook = |n: f64| {
-            if row.report.ok > 0 {
-                n / row.report.ok as f64
-            } else {
-                0.0
-            }
+    for (v, t) in rows {
+        let ratio_to = |k: char| match (t.envoy_us(), us(k)) {
+            (Some(x), Some(y)) if y > 0.0 => Some(x / y),
+            _ => None,
         };
         println!(
-            "({}) filter admitted {:.0} of {} 2xx; store /v1/hit calls {:.0} ({:.2} per hook); fleet fallbacks {:.0}",
-            row.variant.key,
-            row.admitted,
-            row.report.ok,
-            row.store_hits,
-            per_hook(row.store_hits),
-            row.fallbacks
+            "{:<32} {:>8} {:>8.0} {:>8.3} {:>7.3} {:>6} {:>6} {:>11} {:>6} {:>6} {:>11}",
+            format!("({}) {}", v.key, v.name),
+            t.ok,
+            t.rps(),
+            t.percentile_ms(0.50),
+            t.percentile_ms(0.99),
+            t.errors,
+            t.reconnects,
+            fmt_opt(t.envoy_us(), 1),
+            fmt_opt(ratio_to('a'), 2),
+            fmt_opt(ratio_to('n'), 2),
+            if t.shared.others_cpu > 0.0 {
+                format!("{:.1}", t.per_hook(t.shared.others_cpu) * 1e6)
+            } else {
+                "-".to_string()
+            },
+        );
+    }
+    let ratio = |a: char, b: char| -> Option<(f64, f64, f64)> {
+        let (ta, tb) = (get(a)?, get(b)?);
+        let whole = ta.envoy_us()? / tb.envoy_us()?;
+        let per: Vec<f64> = ta
+            .per_round_us
+            .iter()
+            .zip(&tb.per_round_us)
+            .map(|(x, y)| x / y)
+            .filter(|r| r.is_finite())
+            .collect();
+        let lo = per.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = per.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some((whole, lo, hi))
+    };
+    println!();
+    println!(
+        "Envoy CPU per hook, ratios (all rounds; the spread of the per-round ratios in brackets):"
+    );
+    for (a, b, goal, what) in GOALS {
+        if let Some((r, lo, hi)) = ratio(a, b) {
+            println!(
+                "  goal  ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]  target ≤ {goal:.2}  {}",
+                if r <= goal { "met" } else { "NOT met" }
+            );
+        }
+    }
+    for (a, b, what) in CONTEXT {
+        if let Some((r, lo, hi)) = ratio(a, b) {
+            println!("        ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]");
+        }
+    }
+    if let (Some(d), Some(b)) = (us('d'), us('b')) {
+        println!(
+            "  verification costs {:+.1} Envoy CPU µs per hook, (d) beside (b)",
+            d - b
+        );
+    }
+    for (v, t) in rows.iter().filter(|(v, _)| v.module == Module::Filter) {
+        let mut line = format!(
+            "  ({}) admitted {:.0} of {} 2xx; fleet fallbacks {:.0}",
+            v.key, t.counts.admitted, t.ok, t.counts.fallbacks
+        );
+        if v.hits_store() {
+            line += &format!(
+                "; store /v1/hit {:.0} ({:.2} per hook); Redis commands {:.0} ({:.2} per hook)",
+                t.shared.store_hits,
+                t.per_hook(t.shared.store_hits),
+                t.shared.redis_cmds,
+                t.per_hook(t.shared.redis_cmds)
+            );
+        }
+        if v.store_down {
+            line += &format!("; breaker state {} (1 = open)", t.counts.breaker);
+        }
+        println!("{line}");
+    }
+    if let Some(f) = get('f') {
+        println!(
+            "  (f) callouts {:.0}, answered {:.0}, for {} hooks",
+            f.counts.callout_calls, f.counts.callout_answers, f.ok
         );
     }
 }

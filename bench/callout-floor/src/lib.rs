@@ -1,0 +1,188 @@
+//! The one-callout floor: for every request, one `dispatch_http_call` (a GET
+//! of `path` on `cluster`, from the plugin configuration) and the request
+//! held until its answer comes back, then resumed whatever the answer. What
+//! one store round trip per hook costs Envoy with no decision around it, the
+//! floor for fleet scopes in `scripts/bench-edge.sh`. Built like the Ankusa
+//! filter (`cargo build -p ankusa-bench-callout --target wasm32-wasip1 --release`).
+//!
+//! Configuration: `cluster path` on one line, or that text as a JSON string
+//! (default `ankusa_store /healthz`).
+//! Counters: `bench_callout_calls_total` (dispatched), `bench_callout_answers_total`
+//! (answered) and `bench_callout_failures_total` (refused at dispatch; the
+//! request then passes at once).
+
+use proxy_wasm::hostcalls;
+use proxy_wasm::traits::{Context, HttpContext, RootContext};
+use proxy_wasm::types::{Action, ContextType, LogLevel, MetricType};
+use std::rc::Rc;
+use std::time::Duration;
+
+proxy_wasm::main! {{
+    proxy_wasm::set_log_level(LogLevel::Warn);
+    proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> {
+        Box::new(Root { target: Rc::new(Target::default()) })
+    });
+}}
+
+const DEFAULT_CLUSTER: &str = "ankusa_store";
+const DEFAULT_PATH: &str = "/healthz";
+/// Longest wait for the callout's answer.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the callout goes, and the counters; shared by every request.
+struct Target {
+    cluster: String,
+    path: String,
+    calls: Option<u32>,
+    answers: Option<u32>,
+    failures: Option<u32>,
+}
+
+impl Default for Target {
+    fn default() -> Self {
+        Target {
+            cluster: DEFAULT_CLUSTER.to_string(),
+            path: DEFAULT_PATH.to_string(),
+            calls: None,
+            answers: None,
+            failures: None,
+        }
+    }
+}
+
+/// `cluster path` → the pair; either may be left out for its default. The
+/// text may come as a JSON string (`"cluster path"`, as the edge template
+/// renders a configuration): its quotes are dropped.
+fn parse(text: &str) -> (String, String) {
+    let mut words = text.trim().trim_matches('"').split_whitespace();
+    let cluster = words.next().unwrap_or(DEFAULT_CLUSTER).to_string();
+    let path = words.next().unwrap_or(DEFAULT_PATH).to_string();
+    (cluster, path)
+}
+
+fn count(metric: Option<u32>) {
+    if let Some(id) = metric {
+        let _ = hostcalls::increment_metric(id, 1);
+    }
+}
+
+struct Root {
+    target: Rc<Target>,
+}
+
+impl Context for Root {}
+
+impl RootContext for Root {
+    fn on_configure(&mut self, _size: usize) -> bool {
+        let text = self
+            .get_plugin_configuration()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let (cluster, path) = parse(&text);
+        let metric = |name: &str| hostcalls::define_metric(MetricType::Counter, name).ok();
+        self.target = Rc::new(Target {
+            cluster,
+            path,
+            calls: metric("bench_callout_calls_total"),
+            answers: metric("bench_callout_answers_total"),
+            failures: metric("bench_callout_failures_total"),
+        });
+        true
+    }
+
+    fn get_type(&self) -> Option<ContextType> {
+        Some(ContextType::HttpContext)
+    }
+
+    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+        Some(Box::new(Hold {
+            target: self.target.clone(),
+            waiting: false,
+        }))
+    }
+}
+
+struct Hold {
+    target: Rc<Target>,
+    /// A callout is out: the body waits with the headers.
+    waiting: bool,
+}
+
+impl Context for Hold {
+    fn on_http_call_response(
+        &mut self,
+        _token: u32,
+        _headers: usize,
+        _body: usize,
+        _trailers: usize,
+    ) {
+        count(self.target.answers);
+        self.waiting = false;
+        self.resume_http_request();
+    }
+}
+
+impl HttpContext for Hold {
+    fn on_http_request_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {
+        let t = &self.target;
+        let sent = self.dispatch_http_call(
+            &t.cluster,
+            vec![
+                (":method", "GET"),
+                (":path", &t.path),
+                (":authority", &t.cluster),
+            ],
+            None,
+            vec![],
+            TIMEOUT,
+        );
+        match sent {
+            Ok(_) => {
+                count(t.calls);
+                self.waiting = true;
+                Action::Pause
+            }
+            Err(status) => {
+                count(t.failures);
+                let _ = hostcalls::log(
+                    LogLevel::Warn,
+                    &format!("callout to {} {} refused: {status:?}", t.cluster, t.path),
+                );
+                Action::Continue
+            }
+        }
+    }
+
+    fn on_http_request_body(&mut self, _size: usize, _end_of_stream: bool) -> Action {
+        if self.waiting {
+            Action::Pause
+        } else {
+            Action::Continue
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_configuration_names_cluster_then_path() {
+        assert_eq!(
+            parse("store /ping"),
+            ("store".to_string(), "/ping".to_string())
+        );
+        assert_eq!(
+            parse("  echo "),
+            ("echo".to_string(), DEFAULT_PATH.to_string())
+        );
+        assert_eq!(
+            parse(r#""store /ping""#),
+            ("store".to_string(), "/ping".to_string())
+        );
+        assert_eq!(
+            parse(""),
+            (DEFAULT_CLUSTER.to_string(), DEFAULT_PATH.to_string())
+        );
+    }
+}

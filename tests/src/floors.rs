@@ -1,0 +1,54 @@
+//! The two floor filters `scripts/bench-edge.sh` compares the Ankusa filter
+//! with (crates under `bench/`), run in the edge template in its place: the
+//! same listener, route, clusters and wasm VM settings, another module.
+
+use ankusa_testkit::envoy::{Edge, EdgeSpec};
+use ankusa_testkit::paths;
+use std::path::PathBuf;
+
+/// `bench/noop-filter`: passes every request, counts it in [`NOOP_REQUESTS`].
+pub const NOOP: &str = "ankusa_bench_noop";
+/// `bench/callout-floor`: one GET per request on the `ankusa_store` cluster,
+/// the request held until its answer; counts in [`CALLOUT_CALLS`] and [`CALLOUT_ANSWERS`].
+pub const CALLOUT: &str = "ankusa_bench_callout";
+
+pub const NOOP_REQUESTS: &str = "bench_noop_requests_total";
+pub const CALLOUT_CALLS: &str = "bench_callout_calls_total";
+pub const CALLOUT_ANSWERS: &str = "bench_callout_answers_total";
+
+/// The release wasm of floor `name` ([`NOOP`] or [`CALLOUT`]), or how to build it.
+pub fn wasm(name: &str) -> Result<PathBuf, String> {
+    let path = paths::target_dir()
+        .join("wasm32-wasip1/release")
+        .join(format!("{name}.wasm"));
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} is missing: run `cargo build -p {} --target wasm32-wasip1 --release` (scripts/test.sh and scripts/bench-edge.sh do)",
+            path.display(),
+            name.replace('_', "-")
+        ))
+    }
+}
+
+/// `bootstrap` (the rendered edge template) loading `module` instead of the Ankusa filter.
+pub fn swap_module(bootstrap: &str, module: &std::path::Path) -> Result<String, String> {
+    let from = format!("filename: \"{}\"", paths::filter_wasm().display());
+    if !bootstrap.contains(&from) {
+        return Err(format!("the bootstrap has no `{from}`"));
+    }
+    Ok(bootstrap.replace(&from, &format!("filename: \"{}\"", module.display())))
+}
+
+/// Starts (without waiting) an edge from `spec` with floor `name` in the
+/// filter's place; `spec.filter_config` becomes the floor's configuration.
+pub fn spawn(spec: EdgeSpec, name: &str) -> Result<Edge, String> {
+    let module = wasm(name)?;
+    // Rendered once here so a template without the filter line is an error, not a panic in Envoy.
+    let probe = ankusa_testkit::envoy::render(&spec, &paths::filter_wasm());
+    swap_module(&probe, &module)?;
+    Ok(Edge::spawn_with(spec, move |b| {
+        swap_module(&b, &module).unwrap_or(b)
+    }))
+}
