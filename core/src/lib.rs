@@ -8,9 +8,12 @@
 //! - [`wire`]: the JSON between filter and store.
 //! - [`gcra`]: the rate-limit arithmetic.
 //! - [`limits`]: every numeric bound, shared by config and wire validation.
-//! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data.
+//! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data, and the CAS loops over it.
+//! - [`edge_keys`]: the node's shared-data layout (every key the filter uses).
 //! - [`clock`]: deadlines in shared data that survive a wall-clock step.
 //! - [`node_buckets`]: node-scope GCRA buckets in a bounded ring of shared-data keys.
+//! - [`hook`]: one hook's admission: request rules, the scope plan, replies, settle, degraded gauges.
+//! - [`reload`]: a reload that changed tenant limits resets their buckets.
 //! - [`breaker`]: the node-wide fleet breaker (closed, open, probing) in one shared-data value.
 //! - [`config`]: the plugin configuration, parsed and validated.
 //! - [`event_key`]: the provider event id a hook is deduplicated on.
@@ -23,11 +26,14 @@ pub mod breaker;
 pub mod cas;
 pub mod clock;
 pub mod config;
+pub mod edge_keys;
 pub mod event_key;
 pub mod gcra;
+pub mod hook;
 pub mod hook_id;
 pub mod limits;
 pub mod node_buckets;
+pub mod reload;
 pub mod route;
 pub mod token;
 pub mod verify;

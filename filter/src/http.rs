@@ -8,13 +8,14 @@
 //! forwarded hook that holds a claim settles it when the upstream answers.
 
 use crate::headers::{self, RequestHeaders};
-use crate::metrics::{Kind, Outcome};
-use crate::plan::{self, CallFailure, HookFacts, LocalReply, Plan};
+use crate::metrics::Outcome;
 use crate::root::Runtime;
-use crate::settle::Queued;
 use crate::shared::now_us;
 use ankusa_core::breaker::CallPermit;
-use ankusa_core::config::Scope;
+use ankusa_core::hook::plan::{self, CallFailure, HookFacts, Plan};
+use ankusa_core::hook::reply::{self, LocalReply};
+use ankusa_core::hook::settle::{settle_op, Queued};
+use ankusa_core::hook::{admit, degraded::fleet_kinds};
 use ankusa_core::node_buckets::NodeVerdict;
 use ankusa_core::wire::{Charge, Claim, HitAnswer, SettleOp};
 use proxy_wasm::hostcalls;
@@ -173,12 +174,8 @@ impl Hook {
         now: u64,
     ) -> Action {
         rt.metrics.fallback();
-        let config = &rt.config;
-        if config.rate_limits.scope == Scope::Fleet {
-            rt.metrics.degraded(Kind::RateLimit, true);
-        }
-        if config.dedupe.scope == Scope::Fleet {
-            rt.metrics.degraded(Kind::Dedupe, true);
+        for kind in fleet_kinds(&rt.config) {
+            rt.metrics.degraded(kind, true);
         }
         rt.warn_degraded(why, now / 1_000);
         self.answer_node(rt, &plan.charges, claim, now)
@@ -198,21 +195,13 @@ impl Hook {
             .keys
             .check(&facts.source_id, &headers, body, now / 1_000_000)
         {
-            return self.reply(rt, Outcome::Unverified, crate::verify::unverified(refusal));
+            return self.reply(rt, Outcome::Unverified, reply::unverified(refusal));
         }
         facts.event_key = source
             .dedupe
             .as_ref()
             .and_then(|rule| rule.extract(|name| headers.bytes(name), body));
-        if rt
-            .config
-            .rate_limits
-            .for_tenant(&facts.tenant)
-            .bytes
-            .is_some()
-        {
-            facts.body_len = body.map_or(0, |b| b.len() as u64);
-        }
+        facts.body_len = admit::charged_body_len(&rt.config, &facts.tenant, body);
         let plan = match plan::plan(&rt.config, rt.node(), facts) {
             Ok(plan) => plan,
             Err(e) => {
@@ -288,11 +277,8 @@ impl Hook {
                 return self.fall_back(rt, &call.plan, claim, &failure.to_string(), now);
             }
         };
-        if rt.config.rate_limits.scope == Scope::Fleet {
-            rt.metrics.degraded(Kind::RateLimit, false);
-        }
-        if rt.config.dedupe.scope == Scope::Fleet {
-            rt.metrics.degraded(Kind::Dedupe, false);
+        for kind in fleet_kinds(&rt.config) {
+            rt.metrics.degraded(kind, false);
         }
         match answer {
             HitAnswer::Ok => {
@@ -318,12 +304,7 @@ impl Hook {
         let Some(claim) = self.claim.take() else {
             return;
         };
-        let op = if status.is_some_and(|s| s.starts_with('2')) {
-            let hook_id = plan::committed_id(&claim.hook_id, upstream_id).to_string();
-            SettleOp::Promote { claim, hook_id }
-        } else {
-            SettleOp::Release { claim }
-        };
+        let op = settle_op(claim, status, upstream_id);
         rt.settle(Queued { retries: 0, op });
     }
 }
@@ -357,11 +338,7 @@ impl HttpContext for Hook {
     fn on_http_request_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {
         self.request_done = end_of_stream;
         let Some(rt) = self.rt.clone() else {
-            send(LocalReply {
-                status: 503,
-                body: r#"{"error":"not_configured"}"#.into(),
-                retry_after: Some(1),
-            });
+            send(reply::not_configured());
             return Action::Pause;
         };
         let mut headers = RequestHeaders::read();
@@ -384,27 +361,19 @@ impl HttpContext for Hook {
             }
         };
         let method = headers.get(":method").unwrap_or_default();
-        if method != "POST" {
-            return self.reply(&rt, Outcome::BadMethod, LocalReply::bad_method(&method));
-        }
-        let limit = rt.config.max_body_bytes;
-        let declared = headers
-            .get("content-length")
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        if let Some(len) = declared.filter(|len| *len > limit) {
-            return self.reply(&rt, Outcome::TooLarge, LocalReply::too_large(len, limit));
-        }
-        // A body of undeclared length (chunked) is buffered too, so the
-        // limit holds before anything goes upstream.
-        let needs_body = declared.is_none()
-            || rt.keys.verifies(&route.source_id)
-            || route.source.dedupe.as_ref().is_some_and(|r| r.needs_body())
-            || rt
-                .config
-                .rate_limits
-                .for_tenant(&route.tenant)
-                .bytes
-                .is_some();
+        let length = headers.get("content-length");
+        let verifies = rt.keys.verifies(&route.source_id);
+        let needs_body = match admit::check_headers(
+            &rt.config,
+            &route.tenant,
+            route.source,
+            verifies,
+            &method,
+            length.as_deref(),
+        ) {
+            Ok(checked) => checked.needs_body,
+            Err((outcome, refusal)) => return self.reply(&rt, outcome, refusal),
+        };
         let now = now_us();
         self.facts = Some(HookFacts {
             tenant: route.tenant,
@@ -442,16 +411,11 @@ impl HttpContext for Hook {
                 Action::Continue
             };
         }
-        let limit = rt.config.max_body_bytes;
-        if body_size as u64 > limit {
+        if let Err((outcome, refusal)) = admit::check_body_size(&rt.config, body_size as u64) {
             self.awaiting_body = false;
             // Past the limit there is no waiting for the end: answer now.
             self.request_done = true;
-            return self.reply(
-                &rt,
-                Outcome::TooLarge,
-                LocalReply::too_large(body_size as u64, limit),
-            );
+            return self.reply(&rt, outcome, refusal);
         }
         if !end_of_stream {
             return Action::Pause; // Envoy buffers until the last chunk

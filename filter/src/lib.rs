@@ -21,8 +21,6 @@
 pub mod headers;
 pub mod http;
 pub mod metrics;
-pub mod plan;
-pub mod reload;
 pub mod root;
 pub mod settle;
 pub mod shared;

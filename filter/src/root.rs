@@ -9,13 +9,18 @@
 
 use crate::http::Hook;
 use crate::metrics::Metrics;
-use crate::reload;
-use crate::settle::{self, Enqueued, Queued};
+use crate::settle;
 use crate::shared::{now_us, HostStore};
 use ankusa_core::breaker::{Breaker, BreakerState};
 use ankusa_core::cas::{ensure_keys, CasStore};
+use ankusa_core::cas::{read_u64, update_u64};
 use ankusa_core::config::{Config, FleetConfig};
+use ankusa_core::edge_keys::{
+    self, BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS, RESETS_KEY, WARNED_KEY,
+};
+use ankusa_core::hook::settle::{after_failure, request_body, take_lease, Enqueued, Queued};
 use ankusa_core::node_buckets::NodeBuckets;
+use ankusa_core::reload;
 use ankusa_core::token;
 use ankusa_core::wire::{self, ResetRequest};
 use proxy_wasm::hostcalls;
@@ -28,17 +33,6 @@ use std::time::Duration;
 
 /// The one shared-data map, seen through the core's seam.
 pub static HOST: HostStore = HostStore;
-
-/// Node buckets live in a fixed ring of this many keys, whatever tenant names arrive.
-pub const BUCKET_SLOTS: usize = 1024;
-pub const BUCKET_PREFIX: &str = "ankusa:nb:";
-pub const BREAKER_KEY: &str = "ankusa:breaker";
-/// The last configuration's tenant limits (JSON), to spot a reload that changed one.
-pub const LIMITS_KEY: &str = "ankusa:limits";
-/// Tenants whose fleet buckets the store should forget (JSON array), sent from a tick.
-pub const RESETS_KEY: &str = "ankusa:resets";
-/// When the degraded warning was last logged (ms, u64 LE): once a minute node-wide.
-pub const WARNED_KEY: &str = "ankusa:warned";
 
 thread_local! {
     /// `Bearer <token>` for every store call, read once per VM in
@@ -118,7 +112,7 @@ impl Runtime {
     /// Logs `why` at most once a minute node-wide (`now`: ms since the epoch);
     /// a stamp in the future (the clock stepped back) warns at once.
     pub fn warn_degraded(&self, why: &str, now: u64) {
-        let won = crate::shared::update_u64(&HOST, WARNED_KEY, |last| {
+        let won = update_u64(&HOST, WARNED_KEY, |last| {
             ankusa_core::clock::every_due(last, now, 60_000).then_some(now)
         });
         if matches!(won, Some(Ok(_))) {
@@ -166,19 +160,13 @@ impl Root {
         let keys = crate::verify::Keys::resolve(&config, |name| std::env::var(name).ok())?;
         let metrics = Metrics::define();
         let buckets = NodeBuckets::new(&HOST, BUCKET_PREFIX, BUCKET_SLOTS);
-        let fixed = [
-            BREAKER_KEY,
-            LIMITS_KEY,
-            RESETS_KEY,
-            WARNED_KEY,
-            settle::DEPTH_KEY,
-            settle::LEASE_KEY,
-        ];
         ensure_keys(
             &HOST,
-            buckets.keys().chain(fixed.iter().map(|k| k.to_string())),
+            buckets
+                .keys()
+                .chain(edge_keys::FIXED.iter().map(|k| k.to_string())),
         );
-        let queue_id = hostcalls::register_shared_queue(settle::QUEUE).ok();
+        let queue_id = hostcalls::register_shared_queue(edge_keys::SETTLE_QUEUE).ok();
         let runtime = Runtime {
             config,
             node: std::cell::OnceCell::new(),
@@ -205,14 +193,14 @@ impl Root {
             return;
         }
         // An idle node costs one read per tick, not a lease write.
-        if crate::shared::read_u64(&HOST, settle::DEPTH_KEY).0 == 0 {
+        if read_u64(&HOST, edge_keys::DEPTH_KEY).0 == 0 {
             return;
         }
         let now = now_us();
         if rt.breaker().state(now) == BreakerState::Open {
             return; // held, within the same bound, until the store is back
         }
-        if !settle::take_lease(&HOST, now / 1_000, fleet.settle_interval_ms) {
+        if !take_lease(&HOST, now / 1_000, fleet.settle_interval_ms) {
             return;
         }
         let (batch, garbage) = settle::dequeue_batch(&HOST, queue_id, fleet.settle_batch_max);
@@ -221,8 +209,8 @@ impl Root {
             return;
         }
         rt.metrics
-            .settle_depth(crate::shared::read_u64(&HOST, settle::DEPTH_KEY).0);
-        let body = settle::request_body(&batch);
+            .settle_depth(read_u64(&HOST, edge_keys::DEPTH_KEY).0);
+        let body = request_body(&batch);
         match self.call(rt, "/v1/settle", &body) {
             Ok(token) => {
                 self.inflight.insert(token, Background::Settle(batch));
@@ -288,7 +276,7 @@ fn settled(rt: &Runtime, batch: Vec<Queued>, ok: bool) {
     if ok {
         return;
     }
-    let (again, dropped) = settle::after_failure(batch, rt.config.fleet.settle_retries);
+    let (again, dropped) = after_failure(batch, rt.config.fleet.settle_retries);
     rt.metrics.settle_dropped(dropped);
     for item in again {
         rt.settle(item);

@@ -3,7 +3,6 @@
 //! hook makes once its body is in.
 
 use crate::headers::RequestHeaders;
-use crate::plan::LocalReply;
 use ankusa_core::config::Config;
 use ankusa_core::verify::{self, Refusal, Scheme};
 use std::collections::BTreeMap;
@@ -62,15 +61,6 @@ impl Keys {
             body.unwrap_or_default(),
             now_s,
         )
-    }
-}
-
-/// The 401 of a refused delivery: `{"error":"bad_signature"}` or `{"error":"stale_timestamp"}`.
-pub fn unverified(refusal: Refusal) -> LocalReply {
-    LocalReply {
-        status: 401,
-        body: serde_json::json!({"error": refusal.as_str()}).to_string(),
-        retry_after: None,
     }
 }
 
@@ -140,9 +130,5 @@ mod tests {
             Err(Refusal::BadSignature)
         );
         assert_eq!(keys.check("open", &none, None, 0), Ok(()));
-        assert_eq!(
-            unverified(Refusal::StaleTimestamp).body,
-            r#"{"error":"stale_timestamp"}"#
-        );
     }
 }

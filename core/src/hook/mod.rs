@@ -1,0 +1,15 @@
+//! One hook's admission, from its request headers to the settle of its claim.
+//!
+//! - [`admit`]: the request rules (POST only, body limit, when the body is needed).
+//! - [`plan`]: what a hook costs where, and what the store's answer or failure means.
+//! - [`reply`]: the local replies.
+//! - [`settle`]: promote or release a claim, and the settle queue's bounds.
+//! - [`degraded`]: which limiters a fall-back degrades.
+//! - [`outcome`]: how a hook was answered, as the metrics count it.
+
+pub mod admit;
+pub mod degraded;
+pub mod outcome;
+pub mod plan;
+pub mod reply;
+pub mod settle;
