@@ -19,12 +19,14 @@
 )]
 
 pub mod headers;
+pub mod host;
 pub mod http;
 pub mod metrics;
+#[cfg(test)]
+pub mod mock;
 pub mod root;
 pub mod settle;
 pub mod shared;
-pub mod verify;
 
 use proxy_wasm::types::LogLevel;
 

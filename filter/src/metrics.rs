@@ -6,6 +6,7 @@
 //! `/stats/prometheus`. Every metric write is best effort: a stat is never
 //! worth failing a hook over.
 
+use ankusa_core::hook::machine::Metric;
 pub use ankusa_core::hook::outcome::{Kind, Outcome};
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::MetricType;
@@ -95,6 +96,18 @@ impl Metrics {
     pub fn admission(&self, outcome: Outcome) {
         if let Some((_, id)) = self.admissions.iter().find(|(o, _)| *o == outcome) {
             Self::inc(*id, 1);
+        }
+    }
+
+    /// One of a hook's metric deltas.
+    pub fn apply(&self, metric: Metric) {
+        match metric {
+            Metric::Admission(outcome) => self.admission(outcome),
+            Metric::Fallback => self.fallback(),
+            Metric::CallMs(ms) => self.call_ms(ms),
+            Metric::BreakerState(state) => self.breaker_state(state),
+            Metric::Degraded(kind, on) => self.degraded(kind, on),
+            Metric::Contended => self.contended(),
         }
     }
 

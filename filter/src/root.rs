@@ -7,17 +7,16 @@
 //! a tenant's limits. `on_tick` drives the settle drainer and sends queued
 //! store resets.
 
+use crate::host::ProxyHost;
 use crate::http::Hook;
 use crate::metrics::Metrics;
 use crate::settle;
 use crate::shared::{now_us, HostStore};
 use ankusa_core::breaker::{Breaker, BreakerState};
+use ankusa_core::cas::read_u64;
 use ankusa_core::cas::{ensure_keys, CasStore};
-use ankusa_core::cas::{read_u64, update_u64};
 use ankusa_core::config::{Config, FleetConfig};
-use ankusa_core::edge_keys::{
-    self, BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS, RESETS_KEY, WARNED_KEY,
-};
+use ankusa_core::edge_keys::{self, BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS, RESETS_KEY};
 use ankusa_core::hook::settle::{after_failure, request_body, take_lease, Enqueued, Queued};
 use ankusa_core::node_buckets::NodeBuckets;
 use ankusa_core::reload;
@@ -78,7 +77,7 @@ pub struct Runtime {
     /// The settle queue (None if Envoy refused to register it: settles are then dropped and counted).
     pub queue_id: Option<u32>,
     /// Signing keys of the sources that verify their deliveries.
-    pub keys: crate::verify::Keys,
+    pub keys: ankusa_core::verify::Keys,
 }
 
 impl Runtime {
@@ -87,10 +86,6 @@ impl Runtime {
             Some(node) => node.clone(),
             None => envoy_node_id(),
         })
-    }
-
-    pub fn buckets(&self) -> NodeBuckets<'static, HostStore> {
-        NodeBuckets::new(&HOST, BUCKET_PREFIX, BUCKET_SLOTS)
     }
 
     pub fn breaker(&self) -> Breaker<'static, HostStore> {
@@ -107,27 +102,6 @@ impl Runtime {
             Enqueued::Queued(depth) => self.metrics.settle_depth(depth),
             Enqueued::Dropped => self.metrics.settle_dropped(1),
         }
-    }
-
-    /// Logs `why` at most once a minute node-wide (`now`: ms since the epoch);
-    /// a stamp in the future (the clock stepped back) warns at once.
-    pub fn warn_degraded(&self, why: &str, now: u64) {
-        let won = update_u64(&HOST, WARNED_KEY, |last| {
-            ankusa_core::clock::every_due(last, now, 60_000).then_some(now)
-        });
-        if matches!(won, Some(Ok(_))) {
-            log::warn!("ankusa: fleet limiter degraded, answering from this node alone: {why}");
-        }
-    }
-
-    /// The breaker's state as the gauge shows it.
-    pub fn show_breaker(&self, now_us: u64) {
-        let value = match self.breaker().state(now_us) {
-            BreakerState::Closed => 0,
-            BreakerState::Open => 1,
-            BreakerState::Probing => 2,
-        };
-        self.metrics.breaker_state(value);
     }
 }
 
@@ -157,7 +131,7 @@ impl Root {
             .unwrap_or_default();
         let config = Config::parse(&bytes).map_err(|e| e.to_string())?;
         read_token(&config)?;
-        let keys = crate::verify::Keys::resolve(&config, |name| std::env::var(name).ok())?;
+        let keys = ankusa_core::verify::Keys::resolve(&config, |name| std::env::var(name).ok())?;
         let metrics = Metrics::define();
         let buckets = NodeBuckets::new(&HOST, BUCKET_PREFIX, BUCKET_SLOTS);
         ensure_keys(
@@ -374,7 +348,7 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Hook::new(self.runtime.clone())))
+        Some(Box::new(Hook::new(self.runtime.clone().map(ProxyHost))))
     }
 
     fn get_type(&self) -> Option<ContextType> {

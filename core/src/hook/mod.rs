@@ -1,5 +1,7 @@
 //! One hook's admission, from its request headers to the settle of its claim.
 //!
+//! - [`machine`]: the hook's life: events in (headers, body, store answer, upstream answer, stream end), effects out.
+//! - [`headers`]: the request headers as one snapshot.
 //! - [`admit`]: the request rules (POST only, body limit, when the body is needed).
 //! - [`plan`]: what a hook costs where, and what the store's answer or failure means.
 //! - [`reply`]: the local replies.
@@ -9,6 +11,8 @@
 
 pub mod admit;
 pub mod degraded;
+pub mod headers;
+pub mod machine;
 pub mod outcome;
 pub mod plan;
 pub mod reply;

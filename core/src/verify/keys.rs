@@ -1,10 +1,10 @@
-//! Signature checks of the sources that configure `verify`: the secrets
-//! read from the VM environment at `on_configure`, and the one call the
-//! hook makes once its body is in.
+//! The signing keys of the sources that configure `verify`: their secrets
+//! read through an environment (the VM's, at `on_configure`), and the one
+//! check a hook makes once its body is in.
 
-use crate::headers::RequestHeaders;
-use ankusa_core::config::Config;
-use ankusa_core::verify::{self, Refusal, Scheme};
+use crate::config::Config;
+use crate::hook::headers::RequestHeaders;
+use crate::verify::{self, Refusal, Scheme};
 use std::collections::BTreeMap;
 
 /// Each verified source's scheme and the signing keys of its secrets.
@@ -67,6 +67,8 @@ impl Keys {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     const CONFIG: &str = r#"{"sources": {
         "gh": {"tenant": "acme", "verify": {"scheme": "github", "secret_env": ["GH_NEW", "GH_OLD"]}},
