@@ -18,6 +18,7 @@
 //! - [`config`]: the plugin configuration, parsed and validated.
 //! - [`event_key`]: the provider event id a hook is deduplicated on.
 //! - [`route`]: which tenant and source a request path is for.
+//! - [`node_name`]: this edge's name in claims, from Envoy's node id.
 //! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
 //! - [`verify`]: provider signatures (GitHub, Stripe, Shopify, Standard Webhooks, Svix, generic HMAC).
 //! - [`token`]: the bearer token edges present to the store, and its constant-time check.
@@ -33,6 +34,7 @@ pub mod hook;
 pub mod hook_id;
 pub mod limits;
 pub mod node_buckets;
+pub mod node_name;
 pub mod reload;
 pub mod route;
 pub mod token;

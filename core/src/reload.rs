@@ -85,6 +85,16 @@ pub fn note_limit_changes<S: CasStore>(store: &S, config: &Config) -> Vec<String
     tenants
 }
 
+/// Takes the tenants left for a store reset (empties the list): the one
+/// worker whose compare-and-swap wins sends them.
+pub fn take_resets<S: CasStore>(store: &S) -> Vec<String> {
+    let (bytes, version) = store.get(RESETS_KEY);
+    if bytes.is_empty() || !store.compare_and_set(RESETS_KEY, &[], version) {
+        return Vec::new();
+    }
+    serde_json::from_slice(&bytes).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,7 +210,7 @@ mod tests {
         let store = store();
         note_limit_changes(&store, &config("fleet", 1));
         note_limit_changes(&store, &config("fleet", 2));
-        let pending: Vec<String> = serde_json::from_slice(&store.get(RESETS_KEY).0).unwrap();
-        assert_eq!(pending, ["acme"]);
+        assert_eq!(take_resets(&store), ["acme"]);
+        assert!(take_resets(&store).is_empty(), "taken once");
     }
 }

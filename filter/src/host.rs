@@ -6,7 +6,7 @@
 //! call, so whole hook lives run without Envoy.
 
 use crate::headers;
-use crate::root::{call_store, Runtime, HOST};
+use crate::runtime::{call_store, Runtime, HOST};
 use crate::shared::{now_us, HostStore};
 use ankusa_core::cas::CasStore;
 use ankusa_core::config::Config;

@@ -18,6 +18,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod drain;
 pub mod headers;
 pub mod host;
 pub mod http;
@@ -25,6 +26,7 @@ pub mod metrics;
 #[cfg(test)]
 pub mod mock;
 pub mod root;
+pub mod runtime;
 pub mod settle;
 pub mod shared;
 

@@ -10,8 +10,10 @@
 //! whichever worker ticks first, so batches grow with the load instead of
 //! each worker sending its own trickle.
 
+use crate::breaker::{Breaker, BreakerState};
 use crate::cas::{read_u64, update_u64, CasStore};
-use crate::edge_keys::{DEPTH_KEY, LEASE_KEY};
+use crate::config::BreakerPolicy;
+use crate::edge_keys::{BREAKER_KEY, DEPTH_KEY, LEASE_KEY};
 use crate::hook::plan::committed_id;
 use crate::wire::{Claim, SettleOp, SettleRequest};
 use serde::{Deserialize, Serialize};
@@ -19,7 +21,7 @@ use serde::{Deserialize, Serialize};
 /// The operation that settles `claim` once the upstream answered `status`
 /// (None: no answer, the stream ended first): promote on a 2xx, else release.
 pub fn settle_op(claim: Claim, status: Option<&str>, upstream_id: Option<&str>) -> SettleOp {
-    if status.is_some_and(|s| s.starts_with('2')) {
+    if answered_ok(status) {
         let hook_id = committed_id(&claim.hook_id, upstream_id).to_string();
         SettleOp::Promote { claim, hook_id }
     } else {
@@ -92,6 +94,42 @@ pub fn after_failure(batch: Vec<Queued>, max_retries: u32) -> (Vec<Queued>, u64)
         }
     }
     (again, dropped)
+}
+
+/// Whether this worker sends a settle batch now: it has none in flight (a
+/// slow store makes batches bigger, not more), something is queued (an idle
+/// node costs one read per tick, not a lease write), the breaker is not open
+/// (operations are held, within the same bound, until the store is back),
+/// and it took the node-wide lease. `now_us` is read only past the first two.
+pub fn drain_due<S: CasStore>(
+    store: &S,
+    batch_in_flight: bool,
+    breaker: BreakerPolicy,
+    now_us: impl FnOnce() -> u64,
+    interval_ms: u64,
+) -> bool {
+    if batch_in_flight || read_u64(store, DEPTH_KEY).0 == 0 {
+        return false;
+    }
+    let now = now_us();
+    if Breaker::new(store, BREAKER_KEY, breaker).state(now) == BreakerState::Open {
+        return false;
+    }
+    take_lease(store, now / 1_000, interval_ms)
+}
+
+/// The longest wait between two ticks of a root context (ms).
+pub const MAX_TICK_MS: u64 = 50;
+
+/// The tick period (ms): the lease paces batches to `settle_interval_ms`
+/// node-wide; the tick itself stays short so store resets leave promptly too.
+pub fn tick_ms(settle_interval_ms: u64) -> u64 {
+    settle_interval_ms.clamp(1, MAX_TICK_MS)
+}
+
+/// Whether the store took a background call (settle batch or reset): a 2xx.
+pub fn answered_ok(status: Option<&str>) -> bool {
+    status.is_some_and(|s| s.starts_with('2'))
 }
 
 #[cfg(test)]
@@ -170,5 +208,57 @@ mod tests {
         assert_eq!(req.ops.len(), 2);
         assert_eq!(req.ops[1].claim().key, "k1", "in queue order");
         assert!(req.validate().is_ok(), "{:?}", req.validate());
+    }
+
+    #[test]
+    fn a_batch_leaves_only_when_queued_idle_closed_and_leased() {
+        let s = store();
+        ensure_keys(&s, [BREAKER_KEY.to_string()]);
+        let policy = BreakerPolicy::default();
+        let due = |in_flight, now_us| drain_due(&s, in_flight, policy, || now_us, 50);
+        assert!(!due(false, 1_000_000), "nothing queued");
+        reserve(&s, 10);
+        assert!(
+            !due(true, 1_000_000),
+            "a batch of this worker's is in flight"
+        );
+        assert!(due(false, 1_000_000));
+        assert!(!due(false, 1_010_000), "the lease is another's for 50 ms");
+        assert!(due(false, 1_050_000));
+        let breaker = Breaker::new(&s, BREAKER_KEY, policy);
+        let mut now = 2_000_000;
+        while breaker.state(now) != BreakerState::Open {
+            let permit = breaker.admit_call(now);
+            breaker.record(now, permit, false);
+            now += 1_000;
+        }
+        assert!(!due(false, now + 100_000), "held while the breaker is open");
+    }
+
+    #[test]
+    fn ticks_are_short_whatever_the_interval() {
+        assert_eq!(tick_ms(0), 1);
+        assert_eq!(tick_ms(20), 20);
+        assert_eq!(tick_ms(1_000), MAX_TICK_MS);
+    }
+
+    #[test]
+    fn only_a_2xx_settles_or_promotes() {
+        assert!(answered_ok(Some("200")) && answered_ok(Some("204")));
+        assert!(!answered_ok(Some("500")) && !answered_ok(Some("404")) && !answered_ok(None));
+        let claim = release(0).op.claim().clone();
+        assert!(
+            matches!(settle_op(claim.clone(), Some("201"), None), SettleOp::Promote { hook_id, .. } if hook_id == claim.hook_id)
+        );
+        assert!(
+            matches!(settle_op(claim.clone(), Some("201"), Some("bad id!")), SettleOp::Promote { hook_id, .. } if hook_id == claim.hook_id)
+        );
+        assert!(
+            matches!(settle_op(claim.clone(), Some("201"), Some("up_1")), SettleOp::Promote { hook_id, .. } if hook_id == "up_1")
+        );
+        assert!(matches!(
+            settle_op(claim, Some("409"), Some("up_1")),
+            SettleOp::Release { .. }
+        ));
     }
 }
