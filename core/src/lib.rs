@@ -12,8 +12,9 @@
 //! - [`edge_keys`]: the node's shared-data layout (every key the filter uses).
 //! - [`clock`]: deadlines in shared data that survive a wall-clock step.
 //! - [`node_buckets`]: node-scope GCRA buckets in a bounded ring of shared-data keys.
-//! - [`hook`]: one hook's admission: request rules, the scope plan, replies, settle, degraded gauges.
-//! - [`reload`]: a reload that changed tenant limits resets their buckets.
+//! - [`hook`]: one hook's life as a state machine (events in, effects out), with its request
+//!   rules, scope plan, replies, settle and settle-queue policy, degraded gauges.
+//! - [`reload`]: a reload that changed tenant limits resets their buckets and leaves store resets.
 //! - [`breaker`]: the node-wide fleet breaker (closed, open, probing) in one shared-data value.
 //! - [`config`]: the plugin configuration, parsed and validated.
 //! - [`event_key`]: the provider event id a hook is deduplicated on.

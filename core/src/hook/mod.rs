@@ -5,7 +5,7 @@
 //! - [`admit`]: the request rules (POST only, body limit, when the body is needed).
 //! - [`plan`]: what a hook costs where, and what the store's answer or failure means.
 //! - [`reply`]: the local replies.
-//! - [`settle`]: promote or release a claim, and the settle queue's bounds.
+//! - [`settle`]: promote or release a claim; the settle queue's bound, lease, drain gating and retries.
 //! - [`degraded`]: which limiters a fall-back degrades.
 //! - [`outcome`]: how a hook was answered, as the metrics count it.
 
