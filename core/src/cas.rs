@@ -33,6 +33,66 @@ pub fn ensure_keys<S: CasStore + ?Sized>(store: &S, keys: impl IntoIterator<Item
     }
 }
 
+/// Reads a u64 counter stored little-endian under `key` (0 when empty).
+pub fn read_u64<S: CasStore + ?Sized>(store: &S, key: &str) -> (u64, u32) {
+    let (bytes, version) = store.get(key);
+    (decode_u64(&bytes), version)
+}
+
+/// A little-endian u64 from the first 8 bytes (0 when shorter).
+pub fn decode_u64(bytes: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    if let Some(src) = bytes.get(..8) {
+        buf.copy_from_slice(src);
+    }
+    u64::from_le_bytes(buf)
+}
+
+/// Applies `f` to the u64 under `key` by compare-and-swap; `f` returning
+/// `None` leaves it alone. Returns the value written (or the one that made `f`
+/// say no), after a bounded number of conflicts gives up with `None`.
+pub fn update_u64<S: CasStore + ?Sized>(
+    store: &S,
+    key: &str,
+    f: impl Fn(u64) -> Option<u64>,
+) -> Option<Result<u64, u64>> {
+    // Workers rarely collide on one key twice in a row; 16 tries is plenty and
+    // keeps a pathological storm from spinning a request forever.
+    for _ in 0..16 {
+        let (current, version) = read_u64(store, key);
+        match f(current) {
+            None => return Some(Err(current)),
+            Some(next) => {
+                if store.compare_and_set(key, &next.to_le_bytes(), version) {
+                    return Some(Ok(next));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Replaces the bytes under `key` with `f(current)` by compare-and-swap;
+/// `None` from `f` leaves them alone. False after a bounded number of conflicts.
+pub fn update_bytes<S: CasStore + ?Sized>(
+    store: &S,
+    key: &str,
+    f: impl Fn(&[u8]) -> Option<Vec<u8>>,
+) -> bool {
+    for _ in 0..16 {
+        let (current, version) = store.get(key);
+        match f(&current) {
+            None => return false,
+            Some(next) => {
+                if store.compare_and_set(key, &next, version) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
 /// A [`CasStore`] in memory with the host's semantics, for tests.
 ///
 /// Every write bumps the key's version; version 0 is never handed out for a
@@ -161,5 +221,33 @@ mod tests {
         store.compare_and_set("k", b"b", 0);
         assert_ne!(copy, store);
         assert_eq!(copy.get("k").0, b"a");
+    }
+
+    #[test]
+    fn update_u64_counts_and_refuses_past_a_cap() {
+        let store = MapStore::new();
+        ensure_keys(&store, ["n".to_string()]);
+        let inc_below_2 = |n: u64| (n < 2).then_some(n + 1);
+        assert_eq!(update_u64(&store, "n", inc_below_2), Some(Ok(1)));
+        assert_eq!(update_u64(&store, "n", inc_below_2), Some(Ok(2)));
+        assert_eq!(update_u64(&store, "n", inc_below_2), Some(Err(2)));
+        assert_eq!(read_u64(&store, "n").0, 2);
+    }
+
+    #[test]
+    fn short_values_decode_as_zero() {
+        assert_eq!(decode_u64(&[]), 0);
+        assert_eq!(decode_u64(&[1, 2]), 0);
+        assert_eq!(decode_u64(&7u64.to_le_bytes()), 7);
+    }
+
+    #[test]
+    fn update_bytes_replaces_or_leaves_alone() {
+        let store = MapStore::new();
+        ensure_keys(&store, ["b".to_string()]);
+        assert!(update_bytes(&store, "b", |cur| Some([cur, b"x"].concat())));
+        assert!(update_bytes(&store, "b", |cur| Some([cur, b"y"].concat())));
+        assert!(!update_bytes(&store, "b", |_| None));
+        assert_eq!(store.get("b").0, b"xy");
     }
 }

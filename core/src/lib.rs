@@ -8,13 +8,18 @@
 //! - [`wire`]: the JSON between filter and store.
 //! - [`gcra`]: the rate-limit arithmetic.
 //! - [`limits`]: every numeric bound, shared by config and wire validation.
-//! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data.
+//! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data, and the CAS loops over it.
+//! - [`edge_keys`]: the node's shared-data layout (every key the filter uses).
 //! - [`clock`]: deadlines in shared data that survive a wall-clock step.
 //! - [`node_buckets`]: node-scope GCRA buckets in a bounded ring of shared-data keys.
+//! - [`hook`]: one hook's life as a state machine (events in, effects out), with its request
+//!   rules, scope plan, replies, settle and settle-queue policy, degraded gauges.
+//! - [`reload`]: a reload that changed tenant limits resets their buckets and leaves store resets.
 //! - [`breaker`]: the node-wide fleet breaker (closed, open, probing) in one shared-data value.
 //! - [`config`]: the plugin configuration, parsed and validated.
 //! - [`event_key`]: the provider event id a hook is deduplicated on.
 //! - [`route`]: which tenant and source a request path is for.
+//! - [`node_name`]: this edge's name in claims, from Envoy's node id.
 //! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
 //! - [`verify`]: provider signatures (GitHub, Stripe, Shopify, Standard Webhooks, Svix, generic HMAC).
 //! - [`overrides`]: fleet overrides set at runtime, and the merge with the configuration.
@@ -26,13 +31,17 @@ pub mod breaker;
 pub mod cas;
 pub mod clock;
 pub mod config;
+pub mod edge_keys;
 pub mod event_key;
 pub mod gcra;
+pub mod hook;
 pub mod hook_id;
 pub mod limits;
 pub mod node_buckets;
+pub mod node_name;
 pub mod overrides;
 pub mod ratelimit_headers;
+pub mod reload;
 pub mod route;
 pub mod shadow;
 pub mod token;

@@ -3,10 +3,11 @@
 //! Every hostcall is a crossing from the wasm VM into Envoy and costs more
 //! than the lookup it makes; a hook needs :path, :method, content-length and
 //! possibly a dedupe header, and must know which x-ankusa-* names the sender
-//! set. One snapshot answers all of them.
+//! set. One snapshot ([`RequestHeaders`]) answers all of them.
 
+use ankusa_core::hook::headers::RequestHeaders;
 use proxy_wasm::hostcalls;
-use proxy_wasm::types::{Bytes, MapType};
+use proxy_wasm::types::MapType;
 
 /// One header value of `map` (a response's, a callout answer's); None when
 /// absent or not UTF-8. The SDK's string getter would panic on a value that
@@ -18,88 +19,11 @@ pub fn value(map: MapType, name: &str) -> Option<String> {
         .and_then(|v| String::from_utf8(v).ok())
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct RequestHeaders {
-    pairs: Vec<(String, Bytes)>,
-}
-
-impl RequestHeaders {
-    /// The request's headers as the host holds them now (none if it won't say).
-    pub fn read() -> RequestHeaders {
-        // Values as bytes: a value needn't be UTF-8 (HTTP allows obs-text),
-        // and the SDK's string map would panic on one. Names are tokens,
-        // which Envoy's codecs enforce.
-        let pairs = hostcalls::get_map_bytes(MapType::HttpRequestHeaders).unwrap_or_default();
-        RequestHeaders { pairs }
-    }
-
-    pub fn from_pairs(pairs: Vec<(String, Bytes)>) -> RequestHeaders {
-        RequestHeaders { pairs }
-    }
-
-    /// The first value of `name`, as Envoy's single-header lookup answers;
-    /// None when absent or not UTF-8.
-    pub fn get(&self, name: &str) -> Option<String> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .and_then(|(_, v)| String::from_utf8(v.clone()).ok())
-    }
-
-    /// The first value of `name` as the sender's bytes, UTF-8 or not (an
-    /// event id is keyed on its bytes).
-    pub fn bytes(&self, name: &str) -> Option<&[u8]> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_slice())
-    }
-
-    /// Forgets every value of `name`; whether there was one (so the host's
-    /// copy needs removing too).
-    pub fn remove(&mut self, name: &str) -> bool {
-        let before = self.pairs.len();
-        self.pairs.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
-        self.pairs.len() != before
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&str, &[u8])]) -> RequestHeaders {
-        RequestHeaders::from_pairs(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_vec()))
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn a_repeated_header_answers_its_first_value() {
-        let h = headers(&[(":path", b"/webhooks/gh"), ("x-id", b"a"), ("x-id", b"b")]);
-        assert_eq!(h.get("x-id").as_deref(), Some("a"));
-        assert_eq!(h.get("X-Id").as_deref(), Some("a"));
-        assert_eq!(h.get(":path").as_deref(), Some("/webhooks/gh"));
-        assert_eq!(h.get("content-length"), None);
-    }
-
-    #[test]
-    fn a_value_that_is_not_utf8_reads_as_absent() {
-        let h = headers(&[("x-id", &[0xff, 0x41])]);
-        assert_eq!(h.get("x-id"), None);
-        assert_eq!(h.bytes("X-Id"), Some(&[0xff, 0x41][..]));
-        assert_eq!(h.bytes("x-other"), None);
-    }
-
-    #[test]
-    fn removing_says_whether_the_name_was_there_and_drops_every_copy() {
-        let mut h = headers(&[("x-ankusa-tenant", b"a"), ("x-ankusa-tenant", b"b")]);
-        assert!(h.remove("x-ankusa-tenant"));
-        assert_eq!(h.get("x-ankusa-tenant"), None);
-        assert!(!h.remove("x-ankusa-tenant"));
-        assert!(!h.remove("x-ankusa-source"));
-    }
+/// The request's headers as the host holds them now (none if it won't say).
+pub fn request_headers() -> RequestHeaders {
+    // Values as bytes: a value needn't be UTF-8 (HTTP allows obs-text),
+    // and the SDK's string map would panic on one. Names are tokens,
+    // which Envoy's codecs enforce.
+    let pairs = hostcalls::get_map_bytes(MapType::HttpRequestHeaders).unwrap_or_default();
+    RequestHeaders::from_pairs(pairs)
 }

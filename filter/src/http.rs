@@ -1,334 +1,60 @@
-//! One hook's admission: the HTTP context.
-//!
-//! Headers route the hook (404 for anything that isn't a webhook of a
-//! configured source) and decide whether the body is needed (a JSON dedupe
-//! rule or a bytes quota); the body, if needed, is buffered and then the hook
-//! is planned ([`crate::plan`]) and answered: node buckets alone, or one call
-//! to the store with a node-local answer for every way that call can fail. A
-//! forwarded hook that holds a claim settles it when the upstream answers.
+//! One hook's HTTP context: Envoy's callbacks in, the core's state machine
+//! ([`ankusa_core::hook::machine`]) deciding, its effects performed on the
+//! [`Host`]. Nothing here decides anything about admission.
 
-use crate::headers::{self, RequestHeaders};
-use crate::metrics::{Kind, Outcome};
-use crate::plan::{self, CallFailure, HookFacts, LocalReply, Plan};
-use crate::root::Runtime;
-use crate::settle::Queued;
-use crate::shared::now_us;
-use ankusa_core::breaker::CallPermit;
-use ankusa_core::config::Scope;
-use ankusa_core::node_buckets::NodeVerdict;
-use ankusa_core::wire::{Charge, Claim, HitAnswer, SettleOp};
-use proxy_wasm::hostcalls;
+use crate::host::Host;
+use ankusa_core::hook::machine::HOOK_ID;
+use ankusa_core::hook::machine::{self, Effect, Flow, Step};
 use proxy_wasm::traits::{Context, HttpContext};
-use proxy_wasm::types::{Action, BufferType, MapType};
-use std::rc::Rc;
+use proxy_wasm::types::Action;
 
-/// Request headers the filter sets on every forwarded hook (and strips from
-/// the sender's request, so a sender can't pick its own dedupe key).
-const HOOK_ID: &str = "x-ankusa-hook-id";
-const TENANT: &str = "x-ankusa-tenant";
-const SOURCE: &str = "x-ankusa-source";
-const EVENT_KEY: &str = "x-ankusa-event-key";
-
-/// A store call in flight for this hook.
-struct Call {
-    permit: CallPermit,
-    started_us: u64,
-    plan: Plan,
+pub struct Hook<H: Host> {
+    /// None: the filter has no configuration.
+    host: Option<H>,
+    machine: machine::Hook,
 }
 
-pub struct Hook {
-    rt: Option<Rc<Runtime>>,
-    facts: Option<HookFacts>,
-    /// The request's headers (x-ankusa-* already stripped), until admission has used them.
-    headers: RequestHeaders,
-    /// Headers were held until the whole body arrives.
-    awaiting_body: bool,
-    call: Option<Call>,
-    /// Forwarded holding this claim: settle it on the upstream's answer.
-    claim: Option<Claim>,
-    /// The sender has sent its whole request.
-    request_done: bool,
-    /// A refusal decided before the body was all in: sent once it is, so the
-    /// sender isn't reset mid-upload (Envoy closes a connection after a local
-    /// reply, and a body arriving at a closed socket draws a TCP reset that
-    /// destroys the answer).
-    deferred: Option<LocalReply>,
-}
-
-fn set_header(name: &str, value: Option<&str>) {
-    let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, name, value);
-}
-
-/// A fresh UUIDv7; should the host's randomness fail, the clock's low bits
-/// still make ids distinct per µs (a hook id names a hook, it guards nothing).
-fn new_hook_id(now_us: u64) -> String {
-    let mut random = [0u8; 10];
-    if getrandom::getrandom(&mut random).is_err() {
-        random[..8].copy_from_slice(&now_us.to_le_bytes());
-    }
-    ankusa_core::hook_id::hook_id(now_us / 1_000, random)
-}
-
-/// A local reply: JSON, with `Retry-After` when it says when to come back.
-fn send(reply: LocalReply) {
-    let retry = reply.retry_after.map(|s| s.to_string());
-    let mut headers = vec![("content-type", "application/json")];
-    if let Some(r) = &retry {
-        headers.push(("retry-after", r.as_str()));
-    }
-    let _ = hostcalls::send_http_response(reply.status, headers, Some(reply.body.as_bytes()));
-}
-
-impl Hook {
-    pub fn new(rt: Option<Rc<Runtime>>) -> Hook {
-        Hook {
-            rt,
-            facts: None,
-            headers: RequestHeaders::default(),
-            awaiting_body: false,
-            call: None,
-            claim: None,
-            request_done: false,
-            deferred: None,
-        }
-    }
-
-    /// Answers the sender (now, or once its upload is complete) and counts the outcome.
-    fn reply(&mut self, rt: &Runtime, outcome: Outcome, reply: LocalReply) -> Action {
-        rt.metrics.admission(outcome);
-        if self.request_done {
-            send(reply);
-        } else {
-            self.deferred = Some(reply);
-        }
-        Action::Pause
-    }
-
-    /// Adds the hook's headers and lets it through.
-    fn forward(&mut self, rt: &Runtime, claim: Option<Claim>) -> Action {
-        if let Some(facts) = &self.facts {
-            set_header(HOOK_ID, Some(&facts.hook_id));
-            set_header(TENANT, Some(&facts.tenant));
-            set_header(SOURCE, Some(&facts.source_id));
-            // Without a key there is nothing to set: the sender's was stripped.
-            if let Some(key) = &facts.event_key {
-                set_header(EVENT_KEY, Some(key));
-            }
-        }
-        self.claim = claim;
-        rt.metrics.admission(Outcome::Admitted);
-        Action::Continue
-    }
-
-    /// Charges the node buckets, then forwards (holding `claim`) or answers 429
-    /// (releasing `claim`: nothing will be stored under it).
-    fn answer_node(
-        &mut self,
-        rt: &Runtime,
-        charges: &[Charge],
-        claim: Option<Claim>,
-        now: u64,
-    ) -> Action {
-        let tenant = self
-            .facts
-            .as_ref()
-            .map(|f| f.tenant.as_str())
-            .unwrap_or_default();
-        let verdict = if charges.is_empty() {
-            NodeVerdict::Admit
-        } else {
-            rt.buckets().charge(tenant, now, charges)
-        };
-        match verdict {
-            NodeVerdict::Admit => self.forward(rt, claim),
-            NodeVerdict::Contended => {
-                rt.metrics.contended();
-                self.forward(rt, claim)
-            }
-            NodeVerdict::RateLimited { retry_after_us } => {
-                if let Some(claim) = claim {
-                    rt.settle(Queued {
-                        retries: 0,
-                        op: SettleOp::Release { claim },
-                    });
+/// Performs a step's effects in order; the request's flow after them.
+fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Flow {
+    for effect in step.effects {
+        match effect {
+            Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
+            Effect::Reply(reply) => host.reply(&reply),
+            Effect::CallStore {
+                path,
+                body,
+                timeout_ms,
+            } => {
+                if !host.dispatch(path, &body, timeout_ms) {
+                    let next = machine.on_dispatch_failed(&host.env(), host.now_us());
+                    return perform(host, machine, next);
                 }
-                self.reply(
-                    rt,
-                    Outcome::RateLimited,
-                    LocalReply::rate_limited(retry_after_us.div_ceil(1_000)),
-                )
             }
+            Effect::Settle(item) => host.settle(item),
+            Effect::Metric(metric) => host.metric(metric),
+            Effect::Log(level, line) => host.log(level, &line),
         }
     }
+    step.flow
+}
 
-    /// The store can't answer: this node alone does, with every charge. A
-    /// call that was sent may have written its claim late, so the hook keeps
-    /// it (`claim`, see [`plan::claim_after_failure`]) and settles it as usual.
-    fn fall_back(
-        &mut self,
-        rt: &Runtime,
-        plan: &Plan,
-        claim: Option<Claim>,
-        why: &str,
-        now: u64,
-    ) -> Action {
-        rt.metrics.fallback();
-        let config = &rt.config;
-        if config.rate_limits.scope == Scope::Fleet {
-            rt.metrics.degraded(Kind::RateLimit, true);
-        }
-        if config.dedupe.scope == Scope::Fleet {
-            rt.metrics.degraded(Kind::Dedupe, true);
-        }
-        rt.warn_degraded(why, now / 1_000);
-        self.answer_node(rt, &plan.charges, claim, now)
-    }
-
-    /// Everything is known (headers, and the body if it was needed): decide.
-    fn admit(&mut self, rt: &Runtime, body: Option<&[u8]>, now: u64) -> Action {
-        let headers = std::mem::take(&mut self.headers);
-        let Some(facts) = self.facts.as_mut() else {
-            return Action::Continue;
-        };
-        let Some(source) = rt.config.sources.get(&facts.source_id) else {
-            return Action::Continue;
-        };
-        // A forgery spends nothing: checked before any charge, claim or store call.
-        if let Err(refusal) = rt
-            .keys
-            .check(&facts.source_id, &headers, body, now / 1_000_000)
-        {
-            return self.reply(rt, Outcome::Unverified, crate::verify::unverified(refusal));
-        }
-        facts.event_key = source
-            .dedupe
-            .as_ref()
-            .and_then(|rule| rule.extract(|name| headers.bytes(name), body));
-        if rt
-            .config
-            .rate_limits
-            .for_tenant(&facts.tenant)
-            .bytes
-            .is_some()
-        {
-            facts.body_len = body.map_or(0, |b| b.len() as u64);
-        }
-        let plan = match plan::plan(&rt.config, rt.node(), facts) {
-            Ok(plan) => plan,
-            Err(e) => {
-                return self.reply(
-                    rt,
-                    Outcome::TooLarge,
-                    LocalReply::too_large(e.size, e.limit),
-                )
-            }
-        };
-        let Some(request) = &plan.fleet else {
-            return self.answer_node(rt, &plan.charges, None, now);
-        };
-        let breaker = rt.breaker();
-        let permit = breaker.admit_call(now);
-        match permit {
-            CallPermit::Skip => {
-                rt.show_breaker(now);
-                // No call, so no claim was written: there is nothing to settle.
-                return self.fall_back(rt, &plan, None, "the breaker is open", now);
-            }
-            CallPermit::Probe => {
-                log::info!("ankusa: fleet breaker probing the store");
-                rt.show_breaker(now);
-            }
-            CallPermit::Call => {}
-        }
-        let body = serde_json::to_vec(request).unwrap_or_default();
-        let fleet = &rt.config.fleet;
-        match crate::root::call_store(fleet, "/v1/hit", &body, fleet.timeout_ms) {
-            Ok(_token) => {
-                self.call = Some(Call {
-                    permit,
-                    started_us: now,
-                    plan,
-                });
-                Action::Pause
-            }
-            Err(_) => {
-                let failure = CallFailure::Dispatch;
-                self.record(rt, permit, Some(&failure), now);
-                let claim = plan::claim_after_failure(&plan, &failure);
-                self.fall_back(rt, &plan, claim, &failure.to_string(), now)
-            }
-        }
-    }
-
-    /// Reports a call's outcome (`failure`: why it failed) to the breaker.
-    fn record(&self, rt: &Runtime, permit: CallPermit, failure: Option<&CallFailure>, now: u64) {
-        let Some(transition) = rt.breaker().record(now, permit, failure.is_none()) else {
-            return;
-        };
-        match failure {
-            Some(why) => log::warn!("ankusa: fleet breaker {transition:?}: {why}"),
-            None => log::info!("ankusa: fleet breaker {transition:?}: the store answered"),
-        }
-        rt.show_breaker(now);
-    }
-
-    /// The store's answer to this hook's call.
-    fn answered(
-        &mut self,
-        rt: &Runtime,
-        call: Call,
-        answer: Result<HitAnswer, CallFailure>,
-        now: u64,
-    ) -> Action {
-        self.record(rt, call.permit, answer.as_ref().err(), now);
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(failure) => {
-                let claim = plan::claim_after_failure(&call.plan, &failure);
-                return self.fall_back(rt, &call.plan, claim, &failure.to_string(), now);
-            }
-        };
-        if rt.config.rate_limits.scope == Scope::Fleet {
-            rt.metrics.degraded(Kind::RateLimit, false);
-        }
-        if rt.config.dedupe.scope == Scope::Fleet {
-            rt.metrics.degraded(Kind::Dedupe, false);
-        }
-        match answer {
-            HitAnswer::Ok => {
-                let claim = call.plan.fleet.and_then(|r| r.claim);
-                self.answer_node(rt, &call.plan.node_after_ok, claim, now)
-            }
-            HitAnswer::Duplicate { hook_id } => {
-                self.reply(rt, Outcome::Duplicate, LocalReply::duplicate(&hook_id))
-            }
-            HitAnswer::Pending { retry_after_ms } => {
-                self.reply(rt, Outcome::Pending, LocalReply::pending(retry_after_ms))
-            }
-            HitAnswer::RateLimited { retry_after_ms } => self.reply(
-                rt,
-                Outcome::RateLimited,
-                LocalReply::rate_limited(retry_after_ms),
-            ),
-        }
-    }
-
-    /// Queues the claim's outcome once: promote on a 2xx, release otherwise.
-    fn settle(&mut self, rt: &Runtime, status: Option<&str>, upstream_id: Option<&str>) {
-        let Some(claim) = self.claim.take() else {
-            return;
-        };
-        let op = if status.is_some_and(|s| s.starts_with('2')) {
-            let hook_id = plan::committed_id(&claim.hook_id, upstream_id).to_string();
-            SettleOp::Promote { claim, hook_id }
-        } else {
-            SettleOp::Release { claim }
-        };
-        rt.settle(Queued { retries: 0, op });
+fn action(flow: Flow) -> Action {
+    match flow {
+        Flow::Continue => Action::Continue,
+        Flow::Pause => Action::Pause,
     }
 }
 
-impl Context for Hook {
+impl<H: Host> Hook<H> {
+    pub fn new(host: Option<H>) -> Hook<H> {
+        Hook {
+            host,
+            machine: machine::Hook::new(),
+        }
+    }
+}
+
+impl<H: Host> Context for Hook<H> {
     fn on_http_call_response(
         &mut self,
         _token: u32,
@@ -336,149 +62,76 @@ impl Context for Hook {
         body_size: usize,
         _trailers: usize,
     ) {
-        let (Some(rt), Some(call)) = (self.rt.clone(), self.call.take()) else {
+        let Some(host) = &self.host else { return };
+        if !self.machine.calling() {
             return;
-        };
-        let status = headers::value(MapType::HttpCallResponseHeaders, ":status");
-        let body = hostcalls::get_buffer(BufferType::HttpCallResponseBody, 0, body_size)
-            .ok()
-            .flatten();
-        let now = now_us();
-        rt.metrics
-            .call_ms(now.saturating_sub(call.started_us) / 1_000);
-        let answer = plan::parse_answer(status.as_deref(), body.as_deref());
-        if let Action::Continue = self.answered(&rt, call, answer, now) {
-            let _ = hostcalls::resume_http_request();
+        }
+        let (status, body) = host.call_answer(body_size);
+        let now = host.now_us();
+        let step =
+            self.machine
+                .on_store_answer(&host.env(), status.as_deref(), body.as_deref(), now);
+        if perform(host, &mut self.machine, step) == Flow::Continue {
+            host.resume();
         }
     }
 }
 
-impl HttpContext for Hook {
+impl<H: Host> HttpContext for Hook<H> {
     fn on_http_request_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {
-        self.request_done = end_of_stream;
-        let Some(rt) = self.rt.clone() else {
-            send(LocalReply {
-                status: 503,
-                body: r#"{"error":"not_configured"}"#.into(),
-                retry_after: Some(1),
-            });
-            return Action::Pause;
-        };
-        let mut headers = RequestHeaders::read();
-        // A sender must not choose the hook's id or dedupe key. Removing a
-        // name that isn't there would still be a hostcall.
-        for name in [HOOK_ID, TENANT, SOURCE, EVENT_KEY] {
-            if headers.remove(name) {
-                set_header(name, None);
-            }
-        }
-        let path = headers.get(":path").unwrap_or_default();
-        let route = match ankusa_core::route::route(&rt.config, &path) {
-            Ok(route) => route,
-            Err(e) => {
-                return self.reply(
-                    &rt,
-                    Outcome::NotFound,
-                    LocalReply::not_found(&e.to_string()),
-                )
-            }
-        };
-        let method = headers.get(":method").unwrap_or_default();
-        if method != "POST" {
-            return self.reply(&rt, Outcome::BadMethod, LocalReply::bad_method(&method));
-        }
-        let limit = rt.config.max_body_bytes;
-        let declared = headers
-            .get("content-length")
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        if let Some(len) = declared.filter(|len| *len > limit) {
-            return self.reply(&rt, Outcome::TooLarge, LocalReply::too_large(len, limit));
-        }
-        // A body of undeclared length (chunked) is buffered too, so the
-        // limit holds before anything goes upstream.
-        let needs_body = declared.is_none()
-            || rt.keys.verifies(&route.source_id)
-            || route.source.dedupe.as_ref().is_some_and(|r| r.needs_body())
-            || rt
-                .config
-                .rate_limits
-                .for_tenant(&route.tenant)
-                .bytes
-                .is_some();
-        let now = now_us();
-        self.facts = Some(HookFacts {
-            tenant: route.tenant,
-            source_id: route.source_id,
-            hook_id: new_hook_id(now),
-            event_key: None,
-            body_len: 0,
-        });
-        self.headers = headers;
-        if needs_body && !end_of_stream {
-            self.awaiting_body = true;
-            return Action::Pause;
-        }
-        self.admit(&rt, None, now)
-    }
-
-    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        let Some(rt) = self.rt.clone() else {
-            return Action::Pause;
-        };
-        self.request_done = end_of_stream;
-        if self.deferred.is_some() {
-            // Refused already: swallow the rest of the upload, then answer.
-            if end_of_stream {
-                if let Some(reply) = self.deferred.take() {
-                    send(reply);
+        let Some(host) = &self.host else {
+            for effect in machine::not_configured().effects {
+                if let Effect::Reply(reply) = effect {
+                    H::reply_unconfigured(&reply);
                 }
             }
             return Action::Pause;
-        }
-        if !self.awaiting_body {
-            return if self.call.is_some() {
-                Action::Pause
-            } else {
-                Action::Continue
-            };
-        }
-        let limit = rt.config.max_body_bytes;
-        if body_size as u64 > limit {
-            self.awaiting_body = false;
-            // Past the limit there is no waiting for the end: answer now.
-            self.request_done = true;
-            return self.reply(
-                &rt,
-                Outcome::TooLarge,
-                LocalReply::too_large(body_size as u64, limit),
-            );
-        }
-        if !end_of_stream {
-            return Action::Pause; // Envoy buffers until the last chunk
-        }
-        self.awaiting_body = false;
-        let body = hostcalls::get_buffer(BufferType::HttpRequestBody, 0, body_size)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        self.admit(&rt, Some(&body), now_us())
+        };
+        let step = self.machine.on_headers(
+            &host.env(),
+            host.request_headers(),
+            end_of_stream,
+            || host.now_us(),
+            |now| host.random(now),
+        );
+        action(perform(host, &mut self.machine, step))
+    }
+
+    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        let Some(host) = &self.host else {
+            return Action::Pause;
+        };
+        let step = self.machine.on_body(
+            &host.env(),
+            body_size as u64,
+            end_of_stream,
+            || host.request_body(body_size),
+            || host.now_us(),
+        );
+        action(perform(host, &mut self.machine, step))
     }
 
     fn on_http_response_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {
-        if let Some(rt) = self.rt.clone() {
-            if self.claim.is_some() {
-                let get = |name| headers::value(MapType::HttpResponseHeaders, name);
-                let (status, upstream_id) = (get(":status"), get(HOOK_ID));
-                self.settle(&rt, status.as_deref(), upstream_id.as_deref());
+        if let Some(host) = &self.host {
+            if self.machine.holds_claim() {
+                let status = host.response_header(":status");
+                let upstream_id = host.response_header(HOOK_ID);
+                let step = self
+                    .machine
+                    .on_upstream_headers(status.as_deref(), upstream_id.as_deref());
+                perform(host, &mut self.machine, step);
             }
         }
         Action::Continue
     }
 
     fn on_log(&mut self) {
-        // The downstream went away (or the stream was reset) before the upstream answered.
-        if let Some(rt) = self.rt.clone() {
-            self.settle(&rt, None, None);
+        if let Some(host) = &self.host {
+            let step = self.machine.on_stream_end();
+            perform(host, &mut self.machine, step);
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,32 +1,36 @@
 //! The Ankusa admission filter for Envoy: thin host glue around `ankusa-core`.
 //!
-//! Every decision lives in the core crate or in [`plan`], which has no host
-//! attached and is tested natively; the files that touch proxy-wasm only read
-//! the request, ask, and turn the answer into forwarding or a local reply.
+//! Every decision lives in the core crate: a hook's life is
+//! [`ankusa_core::hook::machine`], which takes events and returns effects.
+//! The files here only read what Envoy hands over, feed it in, and perform
+//! the effects on the host.
 //!
-//! - [`root`]: the root context: config, metrics, pre-created keys, the settle drainer's tick.
-//! - [`http`]: one hook's admission (route, event key, node or fleet charge, fallback).
+//! - [`root`]: the root context: builds the runtime, sets the tick, hands each stream a hook.
+//! - [`runtime`]: config, signing keys, store token, metrics, shared-data keys, store calls.
+//! - [`http`]: one hook's HTTP context: callbacks into events, effects onto the [`host`].
+//! - [`host`]: the host calls a hook makes, as a trait; [`host::ProxyHost`] is proxy-wasm.
+//! - [`drain`]: the settle batches and store resets a root context sends each tick.
 //! - [`headers`]: the request's headers, read from the host once per hook.
-//! - [`plan`]: what a hook costs where, and how a store answer becomes a reply.
-//! - [`reload`]: a reload that changed tenant limits resets their buckets.
-//! - [`settle`]: the node-wide queue of promote/release operations and its drainer.
+//! - [`settle`]: the settle shared queue: enqueue within the bound, dequeue a batch.
 //! - [`shared`]: [`ankusa_core::cas::CasStore`] over proxy-wasm shared data, and the host clock.
 //! - [`metrics`]: Envoy stats with labels encoded in their names.
-//! - [`verify`]: provider signatures: secrets from the VM environment, the check before any charge.
+//! - `mock` (tests only): a host in memory that records every call.
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod drain;
 pub mod headers;
+pub mod host;
 pub mod http;
 pub mod metrics;
-pub mod plan;
-pub mod reload;
+#[cfg(test)]
+pub mod mock;
 pub mod root;
+pub mod runtime;
 pub mod settle;
 pub mod shared;
-pub mod verify;
 
 use proxy_wasm::types::LogLevel;
 

@@ -6,71 +6,10 @@
 //! `/stats/prometheus`. Every metric write is best effort: a stat is never
 //! worth failing a hook over.
 
+use ankusa_core::hook::machine::Metric;
+pub use ankusa_core::hook::outcome::{Kind, Outcome};
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::MetricType;
-
-/// How one hook was answered.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Outcome {
-    /// Forwarded upstream.
-    Admitted,
-    /// Answered 201 with the original hook's id.
-    Duplicate,
-    /// 409: another copy is in flight.
-    Pending,
-    /// 429.
-    RateLimited,
-    /// 404: not a webhook path, unknown source, invalid tenant.
-    NotFound,
-    /// 413: body over `max_body_bytes` or the bytes burst.
-    TooLarge,
-    /// 405: not a POST.
-    BadMethod,
-    /// 401: a source with `verify` got no valid signature, or a stale one.
-    Unverified,
-}
-
-impl Outcome {
-    pub const ALL: [Outcome; 8] = [
-        Outcome::Admitted,
-        Outcome::Duplicate,
-        Outcome::Pending,
-        Outcome::RateLimited,
-        Outcome::NotFound,
-        Outcome::TooLarge,
-        Outcome::BadMethod,
-        Outcome::Unverified,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Admitted => "admitted",
-            Outcome::Duplicate => "duplicate",
-            Outcome::Pending => "pending",
-            Outcome::RateLimited => "rate_limited",
-            Outcome::NotFound => "not_found",
-            Outcome::TooLarge => "too_large",
-            Outcome::BadMethod => "bad_method",
-            Outcome::Unverified => "unverified",
-        }
-    }
-}
-
-/// Which limiter a degraded gauge is about.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Kind {
-    RateLimit,
-    Dedupe,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::RateLimit => "rate_limit",
-            Kind::Dedupe => "dedupe",
-        }
-    }
-}
 
 /// A metric name carrying one label, in the form the bootstrap's stats_tags extract.
 pub fn labelled(name: &str, label: &str, value: &str) -> String {
@@ -157,6 +96,18 @@ impl Metrics {
     pub fn admission(&self, outcome: Outcome) {
         if let Some((_, id)) = self.admissions.iter().find(|(o, _)| *o == outcome) {
             Self::inc(*id, 1);
+        }
+    }
+
+    /// One of a hook's metric deltas.
+    pub fn apply(&self, metric: Metric) {
+        match metric {
+            Metric::Admission(outcome) => self.admission(outcome),
+            Metric::Fallback => self.fallback(),
+            Metric::CallMs(ms) => self.call_ms(ms),
+            Metric::BreakerState(state) => self.breaker_state(state),
+            Metric::Degraded(kind, on) => self.degraded(kind, on),
+            Metric::Contended => self.contended(),
         }
     }
 

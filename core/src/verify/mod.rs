@@ -12,15 +12,18 @@
 //! - [`stripe`]: the `Stripe-Signature` header.
 //! - [`standard`]: Standard Webhooks and Svix.
 //! - [`timestamp`]: the tolerance check.
+//! - [`keys`]: each verifying source's signing keys, read through an environment.
 
 pub mod body_mac;
 pub mod encoding;
+pub mod keys;
 pub mod mac;
 pub mod rule;
 pub mod standard;
 pub mod stripe;
 pub mod timestamp;
 
+pub use keys::Keys;
 pub use rule::{Encoding, Family, Scheme, VerifyRule, DEFAULT_TOLERANCE_S};
 
 /// Why a delivery was refused. Both are answered 401.

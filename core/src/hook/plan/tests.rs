@@ -1,4 +1,7 @@
 use super::*;
+use crate::hook::reply::*;
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
 
 fn config(rate_scope: &str, dedupe_scope: &str, bytes: bool) -> Config {
     let bytes = if bytes {

@@ -1,11 +1,10 @@
-//! Signature checks of the sources that configure `verify`: the secrets
-//! read from the VM environment at `on_configure`, and the one call the
-//! hook makes once its body is in.
+//! The signing keys of the sources that configure `verify`: their secrets
+//! read through an environment (the VM's, at `on_configure`), and the one
+//! check a hook makes once its body is in.
 
-use crate::headers::RequestHeaders;
-use crate::plan::LocalReply;
-use ankusa_core::config::Config;
-use ankusa_core::verify::{self, Refusal, Scheme};
+use crate::config::Config;
+use crate::hook::headers::RequestHeaders;
+use crate::verify::{self, Refusal, Scheme};
 use std::collections::BTreeMap;
 
 /// Each verified source's scheme and the signing keys of its secrets.
@@ -65,18 +64,11 @@ impl Keys {
     }
 }
 
-/// The 401 of a refused delivery: `{"error":"bad_signature"}` or `{"error":"stale_timestamp"}`.
-pub fn unverified(refusal: Refusal) -> LocalReply {
-    LocalReply {
-        status: 401,
-        body: serde_json::json!({"error": refusal.as_str()}).to_string(),
-        retry_after: None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     const CONFIG: &str = r#"{"sources": {
         "gh": {"tenant": "acme", "verify": {"scheme": "github", "secret_env": ["GH_NEW", "GH_OLD"]}},
@@ -140,9 +132,5 @@ mod tests {
             Err(Refusal::BadSignature)
         );
         assert_eq!(keys.check("open", &none, None, 0), Ok(()));
-        assert_eq!(
-            unverified(Refusal::StaleTimestamp).body,
-            r#"{"error":"stale_timestamp"}"#
-        );
     }
 }

@@ -1,4 +1,4 @@
-//! What one hook costs where, and how the store's answer becomes a reply.
+//! What one hook costs where, and what the store's answer (or its failure) means.
 //!
 //! Pure: no host, no clock. The rule that shapes it: a duplicate spends no
 //! charge. With both kinds in the fleet, the store checks the claim before it
@@ -7,9 +7,9 @@
 //! they then refuse, the claim is released. With fleet rate and node dedupe,
 //! the charges go alone and dedupe is the upstream's own index.
 
-use ankusa_core::config::{Config, Scope};
-use ankusa_core::gcra::ChargeError;
-use ankusa_core::wire::{Charge, ChargeKind, Claim, HitAnswer, HitRequest};
+use crate::config::{Config, Scope};
+use crate::gcra::ChargeError;
+use crate::wire::{Charge, ChargeKind, Claim, HitAnswer, HitRequest};
 
 /// One routed hook, as far as admission cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -183,80 +183,13 @@ pub fn parse_answer(status: Option<&str>, body: Option<&[u8]>) -> Result<HitAnsw
     }
 }
 
-/// `Retry-After` in whole seconds, at least 1 (a 0 invites an instant retry storm).
-pub fn retry_after_secs(ms: u64) -> u64 {
-    ms.div_ceil(1_000).max(1)
-}
-
-/// A local reply: status, JSON body, extra headers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LocalReply {
-    pub status: u32,
-    pub body: String,
-    pub retry_after: Option<u64>,
-}
-
-impl LocalReply {
-    fn json(status: u32, body: serde_json::Value) -> LocalReply {
-        LocalReply {
-            status,
-            body: body.to_string(),
-            retry_after: None,
-        }
-    }
-
-    pub fn duplicate(original: &str) -> LocalReply {
-        Self::json(
-            201,
-            serde_json::json!({"status": "accepted", "id": original, "duplicate": true}),
-        )
-    }
-
-    pub fn pending(retry_after_ms: u64) -> LocalReply {
-        LocalReply {
-            retry_after: Some(retry_after_secs(retry_after_ms)),
-            ..Self::json(409, serde_json::json!({"error": "dedupe_pending"}))
-        }
-    }
-
-    pub fn rate_limited(retry_after_ms: u64) -> LocalReply {
-        LocalReply {
-            retry_after: Some(retry_after_secs(retry_after_ms)),
-            ..Self::json(429, serde_json::json!({"error": "rate_limited"}))
-        }
-    }
-
-    pub fn not_found(message: &str) -> LocalReply {
-        Self::json(
-            404,
-            serde_json::json!({"error": "not_found", "message": message}),
-        )
-    }
-
-    pub fn too_large(size: u64, limit: u64) -> LocalReply {
-        Self::json(
-            413,
-            serde_json::json!({"error": "too_large",
-                "message": format!("body of {size} bytes is over the limit of {limit}")}),
-        )
-    }
-
-    pub fn bad_method(method: &str) -> LocalReply {
-        Self::json(
-            405,
-            serde_json::json!({"error": "method_not_allowed",
-                "message": format!("{method} is not accepted; webhooks are POSTed")}),
-        )
-    }
-}
-
 /// The upstream's hook id when it reported an older copy of its own, else
 /// ours. An id the store would refuse (it must be 1 to 64 of `[A-Za-z0-9_-]`)
 /// is ignored: one odd header must not sink the whole settle batch it rides in.
 pub fn committed_id<'a>(ours: &'a str, upstream: Option<&'a str>) -> &'a str {
     let valid = |id: &str| {
         !id.is_empty()
-            && id.len() <= ankusa_core::wire::MAX_HOOK_ID_LEN
+            && id.len() <= crate::wire::MAX_HOOK_ID_LEN
             && id
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')

@@ -1,15 +1,15 @@
 //! A reload that changes a tenant's limits.
 //!
-//! Every root context runs `on_configure` on a reload; the first to see new
+//! Every root context of the filter runs `on_configure` on a reload; the first to see new
 //! limits (by compare-and-swap on the last configuration's limits) resets the
 //! changed tenants' node buckets and leaves their names for a tick to send to
 //! the store (`POST /v1/reset`, best effort): Envoy's canary VM runs
 //! `on_configure` first and never ticks, so it can't make the call itself.
 
-use crate::root::{BUCKET_PREFIX, BUCKET_SLOTS, LIMITS_KEY, RESETS_KEY};
-use ankusa_core::cas::CasStore;
-use ankusa_core::config::{Config, Limits, Scope};
-use ankusa_core::node_buckets::NodeBuckets;
+use crate::cas::{update_bytes, CasStore};
+use crate::config::{Config, Limits, Scope};
+use crate::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, LIMITS_KEY, RESETS_KEY};
+use crate::node_buckets::NodeBuckets;
 use std::collections::BTreeMap;
 
 /// A tenant's limits in a form two configurations compare by.
@@ -74,7 +74,7 @@ pub fn note_limit_changes<S: CasStore>(store: &S, config: &Config) -> Vec<String
         buckets.reset(t);
     }
     if !tenants.is_empty() && config.rate_limits.scope == Scope::Fleet {
-        let _ = crate::shared::update_bytes(store, RESETS_KEY, |pending| {
+        let _ = update_bytes(store, RESETS_KEY, |pending| {
             let mut list: Vec<String> = serde_json::from_slice(pending).unwrap_or_default();
             list.extend(tenants.iter().cloned());
             list.sort();
@@ -85,12 +85,24 @@ pub fn note_limit_changes<S: CasStore>(store: &S, config: &Config) -> Vec<String
     tenants
 }
 
+/// Takes the tenants left for a store reset (empties the list): the one
+/// worker whose compare-and-swap wins sends them.
+pub fn take_resets<S: CasStore>(store: &S) -> Vec<String> {
+    let (bytes, version) = store.get(RESETS_KEY);
+    if bytes.is_empty() || !store.compare_and_set(RESETS_KEY, &[], version) {
+        return Vec::new();
+    }
+    serde_json::from_slice(&bytes).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ankusa_core::cas::{ensure_keys, MapStore};
-    use ankusa_core::node_buckets::NodeVerdict;
-    use ankusa_core::wire::ChargeKind;
+    use crate::cas::{ensure_keys, MapStore};
+    use crate::node_buckets::NodeVerdict;
+    use crate::wire::ChargeKind;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -160,7 +172,7 @@ mod tests {
             "first load"
         );
         let buckets = NodeBuckets::new(&store, BUCKET_PREFIX, BUCKET_SLOTS);
-        let charge = ankusa_core::gcra::Quota { rate: 1, burst: 1 }
+        let charge = crate::gcra::Quota { rate: 1, burst: 1 }
             .charge(ChargeKind::Hooks, "acme", 1)
             .unwrap()
             .unwrap();
@@ -198,7 +210,7 @@ mod tests {
         let store = store();
         note_limit_changes(&store, &config("fleet", 1));
         note_limit_changes(&store, &config("fleet", 2));
-        let pending: Vec<String> = serde_json::from_slice(&store.get(RESETS_KEY).0).unwrap();
-        assert_eq!(pending, ["acme"]);
+        assert_eq!(take_resets(&store), ["acme"]);
+        assert!(take_resets(&store).is_empty(), "taken once");
     }
 }

@@ -1,0 +1,33 @@
+//! The node's shared-data layout: every key the filter reads or writes.
+//!
+//! One Envoy process keeps one shared-data map per `vm_id`; every worker's
+//! filter meets the others there. The filter pre-creates all of these (and
+//! the node-bucket ring) in `on_configure`, so every compare-and-swap on them
+//! carries a real version.
+
+/// Node buckets live in a fixed ring of this many keys, whatever tenant names arrive.
+pub const BUCKET_SLOTS: usize = 1024;
+pub const BUCKET_PREFIX: &str = "ankusa:nb:";
+pub const BREAKER_KEY: &str = "ankusa:breaker";
+/// The last configuration's tenant limits (JSON), to spot a reload that changed one.
+pub const LIMITS_KEY: &str = "ankusa:limits";
+/// Tenants whose fleet buckets the store should forget (JSON array), sent from a tick.
+pub const RESETS_KEY: &str = "ankusa:resets";
+/// When the degraded warning was last logged (ms, u64 LE): once a minute node-wide.
+pub const WARNED_KEY: &str = "ankusa:warned";
+/// The settle shared queue's name (one per `vm_id`).
+pub const SETTLE_QUEUE: &str = "ankusa_settle";
+/// Settle operations queued and not yet drained, node-wide (u64 LE).
+pub const DEPTH_KEY: &str = "ankusa:settle:depth";
+/// The earliest ms the next settle batch may leave (u64 LE).
+pub const LEASE_KEY: &str = "ankusa:settle:lease";
+
+/// Every fixed key (the bucket ring aside).
+pub const FIXED: [&str; 6] = [
+    BREAKER_KEY,
+    LIMITS_KEY,
+    RESETS_KEY,
+    WARNED_KEY,
+    DEPTH_KEY,
+    LEASE_KEY,
+];

@@ -1,0 +1,543 @@
+//! One hook's life as a state machine: events in, effects out.
+//!
+//! The host turns its callbacks into events (request headers, a body chunk,
+//! the store's answer or a failed dispatch, the upstream's response headers,
+//! the end of the stream) and performs the effects each step returns (set or
+//! remove a request header, reply, call the store, queue a settle, count a
+//! metric, log), then continues or pauses the request as the step's
+//! [`Flow`] says. Node buckets, the breaker and the degraded warning's stamp
+//! live in shared data, reached through the [`CasStore`] in [`Env`].
+//!
+//! The rules, in the order a hook meets them: a request that isn't a webhook
+//! of a configured source is 404; only POSTs (405); a body over
+//! `max_body_bytes` is 413, declared or counted; a source that verifies is
+//! checked before any charge (401); then the hook is planned and charged,
+//! node-local or by one store call with a node-local answer for every way
+//! that call can fail. A refusal decided before the whole body arrived waits
+//! for it, so the sender isn't reset mid-upload. A forwarded hook holding a
+//! claim settles it once: promoted on a 2xx, released on anything else or
+//! when the stream ends first.
+
+use crate::breaker::{Breaker, BreakerState, CallPermit};
+use crate::cas::{update_u64, CasStore};
+use crate::config::Config;
+use crate::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS, WARNED_KEY};
+use crate::hook::admit;
+use crate::hook::degraded::fleet_kinds;
+use crate::hook::headers::RequestHeaders;
+use crate::hook::outcome::{Kind, Outcome};
+use crate::hook::plan::{self, CallFailure, HookFacts, Plan};
+use crate::hook::reply::{self, LocalReply};
+use crate::hook::settle::{settle_op, Queued};
+use crate::node_buckets::{NodeBuckets, NodeVerdict};
+use crate::verify::Keys;
+use crate::wire::{Charge, Claim, HitAnswer, SettleOp};
+
+/// Request headers the filter sets on every forwarded hook (and strips from
+/// the sender's request, so a sender can't pick its own dedupe key).
+pub const HOOK_ID: &str = "x-ankusa-hook-id";
+pub const TENANT: &str = "x-ankusa-tenant";
+pub const SOURCE: &str = "x-ankusa-source";
+pub const EVENT_KEY: &str = "x-ankusa-event-key";
+pub const OWN_HEADERS: [&str; 4] = [HOOK_ID, TENANT, SOURCE, EVENT_KEY];
+
+/// The store path of a hook's one call.
+pub const HIT_PATH: &str = "/v1/hit";
+
+/// What a step needs besides the event: the configuration, the signing keys,
+/// this edge's name in claims, and the node's shared data.
+pub struct Env<'a, S: CasStore> {
+    pub config: &'a Config,
+    pub keys: &'a Keys,
+    pub node: &'a str,
+    pub store: &'a S,
+}
+
+impl<S: CasStore> Env<'_, S> {
+    fn buckets(&self) -> NodeBuckets<'_, S> {
+        NodeBuckets::new(self.store, BUCKET_PREFIX, BUCKET_SLOTS)
+    }
+
+    fn breaker(&self) -> Breaker<'_, S> {
+        Breaker::new(self.store, BREAKER_KEY, self.config.fleet.breaker)
+    }
+}
+
+/// Whether the request goes on after a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Pause,
+}
+
+/// A metric delta.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    Admission(Outcome),
+    Fallback,
+    /// A store call's duration (ms).
+    CallMs(u64),
+    /// The breaker gauge: 0 closed, 1 open, 2 probing.
+    BreakerState(u64),
+    Degraded(Kind, bool),
+    /// Node buckets admitted without a charge (compare-and-swap contention).
+    Contended,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+}
+
+/// One thing for the host to do, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Remove (None) or set a request header.
+    Header(&'static str, Option<String>),
+    /// Send this local reply now.
+    Reply(LocalReply),
+    /// POST `body` to the store's `path` with `timeout_ms`. Always a step's
+    /// last effect: should the host refuse the dispatch, it reports
+    /// [`Hook::on_dispatch_failed`] and performs that step instead of
+    /// this step's flow.
+    CallStore {
+        path: &'static str,
+        body: Vec<u8>,
+        timeout_ms: u64,
+    },
+    /// Queue a settle operation.
+    Settle(Queued),
+    Metric(Metric),
+    Log(Level, String),
+}
+
+/// The effects of one event and whether the request goes on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub flow: Flow,
+    pub effects: Vec<Effect>,
+}
+
+/// A store call in flight.
+#[derive(Debug)]
+struct Call {
+    permit: CallPermit,
+    started_us: u64,
+    plan: Plan,
+}
+
+/// One hook, from its request headers to the settle of its claim.
+#[derive(Debug, Default)]
+pub struct Hook {
+    facts: Option<HookFacts>,
+    /// The request's headers (ours stripped), until admission has used them.
+    headers: RequestHeaders,
+    /// Headers were held until the whole body arrives.
+    awaiting_body: bool,
+    call: Option<Call>,
+    /// Forwarded holding this claim: settle it on the upstream's answer.
+    claim: Option<Claim>,
+    /// The sender has sent its whole request.
+    request_done: bool,
+    /// A refusal decided before the body was all in: sent once it is, so the
+    /// sender isn't reset mid-upload (Envoy closes a connection after a local
+    /// reply, and a body arriving at a closed socket draws a TCP reset that
+    /// destroys the answer).
+    deferred: Option<LocalReply>,
+    effects: Vec<Effect>,
+}
+
+/// The step of a filter with no configuration: 503, come back in a second.
+pub fn not_configured() -> Step {
+    Step {
+        flow: Flow::Pause,
+        effects: vec![Effect::Reply(reply::not_configured())],
+    }
+}
+
+impl Hook {
+    pub fn new() -> Hook {
+        Hook::default()
+    }
+
+    /// Whether the hook was forwarded holding a claim (so the upstream's
+    /// status and hook id are worth reading).
+    pub fn holds_claim(&self) -> bool {
+        self.claim.is_some()
+    }
+
+    /// Whether a store call is in flight.
+    pub fn calling(&self) -> bool {
+        self.call.is_some()
+    }
+
+    fn emit(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    fn metric(&mut self, metric: Metric) {
+        self.emit(Effect::Metric(metric));
+    }
+
+    fn step(&mut self, flow: Flow) -> Step {
+        Step {
+            flow,
+            effects: std::mem::take(&mut self.effects),
+        }
+    }
+
+    /// Answers the sender (now, or once its upload is complete) and counts the outcome.
+    fn reply(&mut self, outcome: Outcome, reply: LocalReply) -> Step {
+        self.metric(Metric::Admission(outcome));
+        if self.request_done {
+            self.emit(Effect::Reply(reply));
+        } else {
+            self.deferred = Some(reply);
+        }
+        self.step(Flow::Pause)
+    }
+
+    /// Adds the hook's headers and lets it through.
+    fn forward(&mut self, claim: Option<Claim>) -> Step {
+        if let Some(facts) = self.facts.clone() {
+            self.emit(Effect::Header(HOOK_ID, Some(facts.hook_id)));
+            self.emit(Effect::Header(TENANT, Some(facts.tenant)));
+            self.emit(Effect::Header(SOURCE, Some(facts.source_id)));
+            // Without a key there is nothing to set: the sender's was stripped.
+            if let Some(key) = facts.event_key {
+                self.emit(Effect::Header(EVENT_KEY, Some(key)));
+            }
+        }
+        self.claim = claim;
+        self.metric(Metric::Admission(Outcome::Admitted));
+        self.step(Flow::Continue)
+    }
+
+    /// Charges the node buckets, then forwards (holding `claim`) or answers 429
+    /// (releasing `claim`: nothing will be stored under it).
+    fn answer_node<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        charges: &[Charge],
+        claim: Option<Claim>,
+        now: u64,
+    ) -> Step {
+        let verdict = match (&self.facts, charges.is_empty()) {
+            (Some(facts), false) => env.buckets().charge(&facts.tenant, now, charges),
+            _ => NodeVerdict::Admit,
+        };
+        match verdict {
+            NodeVerdict::Admit => self.forward(claim),
+            NodeVerdict::Contended => {
+                self.metric(Metric::Contended);
+                self.forward(claim)
+            }
+            NodeVerdict::RateLimited { retry_after_us } => {
+                if let Some(claim) = claim {
+                    self.emit(Effect::Settle(Queued {
+                        retries: 0,
+                        op: SettleOp::Release { claim },
+                    }));
+                }
+                self.reply(
+                    Outcome::RateLimited,
+                    LocalReply::rate_limited(retry_after_us.div_ceil(1_000)),
+                )
+            }
+        }
+    }
+
+    /// The breaker's state as the gauge shows it.
+    fn show_breaker<S: CasStore>(&mut self, env: &Env<'_, S>, now: u64) {
+        let value = match env.breaker().state(now) {
+            BreakerState::Closed => 0,
+            BreakerState::Open => 1,
+            BreakerState::Probing => 2,
+        };
+        self.metric(Metric::BreakerState(value));
+    }
+
+    /// The store can't answer: this node alone does, with every charge. A
+    /// call that was sent may have written its claim late, so the hook keeps
+    /// it (`claim`, see [`plan::claim_after_failure`]) and settles it as usual.
+    fn fall_back<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        plan: &Plan,
+        claim: Option<Claim>,
+        why: &str,
+        now: u64,
+    ) -> Step {
+        self.metric(Metric::Fallback);
+        for kind in fleet_kinds(env.config) {
+            self.metric(Metric::Degraded(kind, true));
+        }
+        // At most once a minute node-wide; a stamp in the future (the clock
+        // stepped back) warns at once.
+        let now_ms = now / 1_000;
+        let won = update_u64(env.store, WARNED_KEY, |last| {
+            crate::clock::every_due(last, now_ms, 60_000).then_some(now_ms)
+        });
+        if matches!(won, Some(Ok(_))) {
+            self.emit(Effect::Log(
+                Level::Warn,
+                format!("ankusa: fleet limiter degraded, answering from this node alone: {why}"),
+            ));
+        }
+        self.answer_node(env, &plan.charges, claim, now)
+    }
+
+    /// Reports a call's outcome (`failure`: why it failed) to the breaker.
+    fn record<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        permit: CallPermit,
+        failure: Option<&CallFailure>,
+        now: u64,
+    ) {
+        let Some(transition) = env.breaker().record(now, permit, failure.is_none()) else {
+            return;
+        };
+        let line = match failure {
+            Some(why) => (
+                Level::Warn,
+                format!("ankusa: fleet breaker {transition:?}: {why}"),
+            ),
+            None => (
+                Level::Info,
+                format!("ankusa: fleet breaker {transition:?}: the store answered"),
+            ),
+        };
+        self.emit(Effect::Log(line.0, line.1));
+        self.show_breaker(env, now);
+    }
+
+    /// The request's headers: route, strip our own headers, check the
+    /// request rules, and admit now or wait for the body.
+    pub fn on_headers<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        mut headers: RequestHeaders,
+        end_of_stream: bool,
+        now_us: impl FnOnce() -> u64,
+        random: impl FnOnce(u64) -> [u8; 10],
+    ) -> Step {
+        self.request_done = end_of_stream;
+        // A sender must not choose the hook's id or dedupe key. Removing a
+        // name that isn't there would still be a hostcall.
+        for name in OWN_HEADERS {
+            if headers.remove(name) {
+                self.emit(Effect::Header(name, None));
+            }
+        }
+        let path = headers.get(":path").unwrap_or_default();
+        let route = match crate::route::route(env.config, &path) {
+            Ok(route) => route,
+            Err(e) => return self.reply(Outcome::NotFound, LocalReply::not_found(&e.to_string())),
+        };
+        let method = headers.get(":method").unwrap_or_default();
+        let length = headers.get("content-length");
+        let needs_body = match admit::check_headers(
+            env.config,
+            &route.tenant,
+            route.source,
+            env.keys.verifies(&route.source_id),
+            &method,
+            length.as_deref(),
+        ) {
+            Ok(checked) => checked.needs_body,
+            Err((outcome, refusal)) => return self.reply(outcome, refusal),
+        };
+        let now = now_us();
+        let hook_id = crate::hook_id::hook_id(now / 1_000, random(now));
+        self.facts = Some(HookFacts {
+            tenant: route.tenant,
+            source_id: route.source_id,
+            hook_id,
+            event_key: None,
+            body_len: 0,
+        });
+        self.headers = headers;
+        if needs_body && !end_of_stream {
+            self.awaiting_body = true;
+            return self.step(Flow::Pause);
+        }
+        self.admit(env, None, now)
+    }
+
+    /// A body chunk: `size` bytes buffered so far; `read` fetches them.
+    pub fn on_body<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        size: u64,
+        end_of_stream: bool,
+        read: impl FnOnce() -> Vec<u8>,
+        now_us: impl FnOnce() -> u64,
+    ) -> Step {
+        self.request_done = end_of_stream;
+        if self.deferred.is_some() {
+            // Refused already: swallow the rest of the upload, then answer.
+            if end_of_stream {
+                if let Some(reply) = self.deferred.take() {
+                    self.emit(Effect::Reply(reply));
+                }
+            }
+            return self.step(Flow::Pause);
+        }
+        if !self.awaiting_body {
+            let flow = if self.call.is_some() {
+                Flow::Pause
+            } else {
+                Flow::Continue
+            };
+            return self.step(flow);
+        }
+        if let Err((outcome, refusal)) = admit::check_body_size(env.config, size) {
+            self.awaiting_body = false;
+            // Past the limit there is no waiting for the end: answer now.
+            self.request_done = true;
+            return self.reply(outcome, refusal);
+        }
+        if !end_of_stream {
+            return self.step(Flow::Pause); // the host buffers until the last chunk
+        }
+        self.awaiting_body = false;
+        let body = read();
+        self.admit(env, Some(&body), now_us())
+    }
+
+    /// Everything is known (headers, and the body if it was needed): decide.
+    fn admit<S: CasStore>(&mut self, env: &Env<'_, S>, body: Option<&[u8]>, now: u64) -> Step {
+        let headers = std::mem::take(&mut self.headers);
+        let Some(facts) = self.facts.as_mut() else {
+            return self.step(Flow::Continue);
+        };
+        let Some(source) = env.config.sources.get(&facts.source_id) else {
+            return self.step(Flow::Continue);
+        };
+        // A forgery spends nothing: checked before any charge, claim or store call.
+        if let Err(refusal) = env
+            .keys
+            .check(&facts.source_id, &headers, body, now / 1_000_000)
+        {
+            return self.reply(Outcome::Unverified, reply::unverified(refusal));
+        }
+        facts.event_key = source
+            .dedupe
+            .as_ref()
+            .and_then(|rule| rule.extract(|name| headers.bytes(name), body));
+        facts.body_len = admit::charged_body_len(env.config, &facts.tenant, body);
+        let plan = match plan::plan(env.config, env.node, facts) {
+            Ok(plan) => plan,
+            Err(e) => return self.reply(Outcome::TooLarge, LocalReply::too_large(e.size, e.limit)),
+        };
+        let Some(request) = &plan.fleet else {
+            return self.answer_node(env, &plan.charges, None, now);
+        };
+        let permit = env.breaker().admit_call(now);
+        match permit {
+            CallPermit::Skip => {
+                self.show_breaker(env, now);
+                // No call, so no claim was written: there is nothing to settle.
+                return self.fall_back(env, &plan, None, "the breaker is open", now);
+            }
+            CallPermit::Probe => {
+                self.emit(Effect::Log(
+                    Level::Info,
+                    "ankusa: fleet breaker probing the store".to_string(),
+                ));
+                self.show_breaker(env, now);
+            }
+            CallPermit::Call => {}
+        }
+        let body = serde_json::to_vec(request).unwrap_or_default();
+        self.emit(Effect::CallStore {
+            path: HIT_PATH,
+            body,
+            timeout_ms: env.config.fleet.timeout_ms,
+        });
+        self.call = Some(Call {
+            permit,
+            started_us: now,
+            plan,
+        });
+        self.step(Flow::Pause)
+    }
+
+    /// The host refused to dispatch the store call of the step before.
+    pub fn on_dispatch_failed<S: CasStore>(&mut self, env: &Env<'_, S>, now: u64) -> Step {
+        let Some(call) = self.call.take() else {
+            return self.step(Flow::Continue);
+        };
+        let failure = CallFailure::Dispatch;
+        self.record(env, call.permit, Some(&failure), now);
+        let claim = plan::claim_after_failure(&call.plan, &failure);
+        self.fall_back(env, &call.plan, claim, &failure.to_string(), now)
+    }
+
+    /// The store's answer to this hook's call: its `:status` (None: a reset) and body.
+    pub fn on_store_answer<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        status: Option<&str>,
+        body: Option<&[u8]>,
+        now: u64,
+    ) -> Step {
+        let Some(call) = self.call.take() else {
+            return self.step(Flow::Pause);
+        };
+        self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
+        let answer = plan::parse_answer(status, body);
+        self.record(env, call.permit, answer.as_ref().err(), now);
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(failure) => {
+                let claim = plan::claim_after_failure(&call.plan, &failure);
+                return self.fall_back(env, &call.plan, claim, &failure.to_string(), now);
+            }
+        };
+        for kind in fleet_kinds(env.config) {
+            self.metric(Metric::Degraded(kind, false));
+        }
+        match answer {
+            HitAnswer::Ok => {
+                let claim = call.plan.fleet.and_then(|r| r.claim);
+                self.answer_node(env, &call.plan.node_after_ok, claim, now)
+            }
+            HitAnswer::Duplicate { hook_id } => {
+                self.reply(Outcome::Duplicate, LocalReply::duplicate(&hook_id))
+            }
+            HitAnswer::Pending { retry_after_ms } => {
+                self.reply(Outcome::Pending, LocalReply::pending(retry_after_ms))
+            }
+            HitAnswer::RateLimited { retry_after_ms } => self.reply(
+                Outcome::RateLimited,
+                LocalReply::rate_limited(retry_after_ms),
+            ),
+        }
+    }
+
+    /// The upstream's response headers: settles the claim once.
+    pub fn on_upstream_headers(&mut self, status: Option<&str>, upstream_id: Option<&str>) -> Step {
+        self.settle(status, upstream_id);
+        self.step(Flow::Continue)
+    }
+
+    /// The stream ended (the sender went away, or the stream was reset,
+    /// before the upstream answered): a claim still held is released.
+    pub fn on_stream_end(&mut self) -> Step {
+        self.settle(None, None);
+        self.step(Flow::Continue)
+    }
+
+    fn settle(&mut self, status: Option<&str>, upstream_id: Option<&str>) {
+        if let Some(claim) = self.claim.take() {
+            let op = settle_op(claim, status, upstream_id);
+            self.emit(Effect::Settle(Queued { retries: 0, op }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

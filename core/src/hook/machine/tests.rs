@@ -1,0 +1,196 @@
+//! Hook lives through the state machine alone, over an in-memory store.
+
+use super::*;
+use crate::cas::{ensure_keys, MapStore};
+use crate::edge_keys::FIXED;
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
+const NOW: u64 = 1_700_000_000_000_000;
+const DELIVERY: &str = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
+
+struct World {
+    config: Config,
+    keys: Keys,
+    store: MapStore,
+}
+
+impl World {
+    fn new(config: &str, env: &[(&str, &str)]) -> World {
+        let config = Config::parse(config.as_bytes()).unwrap();
+        let keys = Keys::resolve(&config, |name| {
+            env.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+        .unwrap();
+        let store = MapStore::new();
+        let buckets = NodeBuckets::new(&store, BUCKET_PREFIX, BUCKET_SLOTS);
+        ensure_keys(&store, buckets.keys().chain(FIXED.map(String::from)));
+        World {
+            config,
+            keys,
+            store,
+        }
+    }
+
+    fn env(&self) -> Env<'_, MapStore> {
+        Env {
+            config: &self.config,
+            keys: &self.keys,
+            node: "edge-1",
+            store: &self.store,
+        }
+    }
+
+    fn headers(&self, hook: &mut Hook, pairs: &[(&str, &str)], end: bool) -> Step {
+        let pairs = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+            .collect();
+        hook.on_headers(
+            &self.env(),
+            RequestHeaders::from_pairs(pairs),
+            end,
+            || NOW,
+            |_| [1; 10],
+        )
+    }
+}
+
+fn fleet(rate_scope: &str) -> String {
+    format!(
+        r#"{{"sources":{{"gh":{{"tenant":"acme","dedupe":"github"}}}},
+            "rate_limits":{{"scope":"{rate_scope}","default":{{"rate":1,"burst":1}}}},
+            "dedupe":{{"scope":"fleet"}}}}"#
+    )
+}
+
+const POST: [(&str, &str); 4] = [
+    (":path", "/webhooks/gh"),
+    (":method", "POST"),
+    ("content-length", "2"),
+    ("x-github-delivery", DELIVERY),
+];
+
+fn replies(step: &Step) -> Vec<u32> {
+    step.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Reply(r) => Some(r.status),
+            _ => None,
+        })
+        .collect()
+}
+
+fn settles(step: &Step) -> Vec<&SettleOp> {
+    step.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Settle(q) => Some(&q.op),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_fleet_hook_calls_the_store_then_forwards_and_promotes_on_a_2xx() {
+    let w = World::new(&fleet("fleet"), &[]);
+    let mut hook = Hook::new();
+    let step = w.headers(&mut hook, &POST, true);
+    assert_eq!(step.flow, Flow::Pause);
+    let Some(Effect::CallStore { path, body, .. }) = step.effects.last() else {
+        panic!("{:?}", step.effects)
+    };
+    assert_eq!(*path, HIT_PATH);
+    let request: crate::wire::HitRequest = serde_json::from_slice(body).unwrap();
+    assert_eq!(request.claim.map(|c| c.key).as_deref(), Some(DELIVERY));
+    let step = hook.on_store_answer(
+        &w.env(),
+        Some("200"),
+        Some(br#"{"result":"ok"}"#),
+        NOW + 2_000,
+    );
+    assert_eq!(step.flow, Flow::Continue);
+    assert!(step.effects.contains(&Effect::Metric(Metric::CallMs(2))));
+    assert!(step
+        .effects
+        .contains(&Effect::Header(EVENT_KEY, Some(DELIVERY.into()))));
+    assert!(hook.holds_claim());
+    let step = hook.on_upstream_headers(Some("201"), None);
+    assert!(matches!(settles(&step)[..], [SettleOp::Promote { .. }]));
+    assert!(settles(&hook.on_stream_end()).is_empty(), "settled once");
+}
+
+#[test]
+fn a_refused_dispatch_falls_back_to_the_node_with_no_claim() {
+    let w = World::new(&fleet("fleet"), &[]);
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, true);
+    let step = hook.on_dispatch_failed(&w.env(), NOW);
+    assert_eq!(step.flow, Flow::Continue);
+    assert!(step.effects.contains(&Effect::Metric(Metric::Fallback)));
+    assert!(!hook.holds_claim());
+    // The node bucket (burst 1) was charged: the next hook is refused.
+    let mut next = Hook::new();
+    w.headers(&mut next, &POST, true);
+    let step = next.on_dispatch_failed(&w.env(), NOW);
+    assert_eq!(replies(&step), [429]);
+}
+
+#[test]
+fn a_node_refusal_after_a_fleet_ok_releases_the_claim() {
+    let w = World::new(&fleet("node"), &[]);
+    let mut statuses = Vec::new();
+    let mut released = 0;
+    for _ in 0..2 {
+        let mut hook = Hook::new();
+        w.headers(&mut hook, &POST, true);
+        let step = hook.on_store_answer(&w.env(), Some("200"), Some(br#"{"result":"ok"}"#), NOW);
+        statuses.push(replies(&step));
+        released += settles(&step)
+            .iter()
+            .filter(|op| matches!(op, SettleOp::Release { .. }))
+            .count();
+    }
+    assert_eq!(statuses, [vec![], vec![429]]);
+    assert_eq!(released, 1);
+}
+
+#[test]
+fn a_refusal_before_the_body_ends_waits_for_it() {
+    let w = World::new(&fleet("fleet"), &[]);
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, false);
+    let answer = br#"{"result":"rate_limited","retry_after_ms":10}"#;
+    let step = hook.on_store_answer(&w.env(), Some("200"), Some(answer), NOW);
+    assert!(replies(&step).is_empty());
+    let step = hook.on_body(&w.env(), 1, false, Vec::new, || NOW);
+    assert!(replies(&step).is_empty());
+    let step = hook.on_body(&w.env(), 2, true, Vec::new, || NOW);
+    assert_eq!((step.flow, replies(&step)), (Flow::Pause, vec![429]));
+}
+
+#[test]
+fn a_forgery_is_refused_before_any_charge() {
+    let config = r#"{"sources":{"gh":{"tenant":"acme","verify":{"scheme":"github","secret_env":"S"}}},
+        "rate_limits":{"default":{"rate":1,"burst":1}}}"#;
+    let w = World::new(config, &[("S", "secret")]);
+    let before = w.store.clone();
+    let mut hook = Hook::new();
+    let step = w.headers(&mut hook, &POST, false);
+    assert_eq!(step.flow, Flow::Pause, "the body is needed");
+    let step = hook.on_body(&w.env(), 2, true, || b"{}".to_vec(), || NOW);
+    assert_eq!(replies(&step), [401]);
+    assert!(w.store == before, "nothing charged");
+}
+
+#[test]
+fn our_headers_are_stripped_from_the_senders_request() {
+    let w = World::new(&fleet("fleet"), &[]);
+    let mut hook = Hook::new();
+    let mut pairs = POST.to_vec();
+    pairs.push(("x-ankusa-event-key", "mine"));
+    let step = w.headers(&mut hook, &pairs, true);
+    assert_eq!(step.effects[0], Effect::Header(EVENT_KEY, None));
+}

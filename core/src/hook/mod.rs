@@ -1,0 +1,19 @@
+//! One hook's admission, from its request headers to the settle of its claim.
+//!
+//! - [`machine`]: the hook's life: events in (headers, body, store answer, upstream answer, stream end), effects out.
+//! - [`headers`]: the request headers as one snapshot.
+//! - [`admit`]: the request rules (POST only, body limit, when the body is needed).
+//! - [`plan`]: what a hook costs where, and what the store's answer or failure means.
+//! - [`reply`]: the local replies.
+//! - [`settle`]: promote or release a claim; the settle queue's bound, lease, drain gating and retries.
+//! - [`degraded`]: which limiters a fall-back degrades.
+//! - [`outcome`]: how a hook was answered, as the metrics count it.
+
+pub mod admit;
+pub mod degraded;
+pub mod headers;
+pub mod machine;
+pub mod outcome;
+pub mod plan;
+pub mod reply;
+pub mod settle;

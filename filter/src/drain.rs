@@ -1,0 +1,117 @@
+//! A root context's background calls: settle batches off the node-wide
+//! queue, and store resets a reload left, each tick; and their answers.
+//! When a batch may leave, and what a failed one becomes, is the core's
+//! ([`ankusa_core::hook::settle`]).
+
+use crate::runtime::{call_store, Runtime, HOST};
+use crate::settle;
+use crate::shared::now_us;
+use ankusa_core::cas::read_u64;
+use ankusa_core::edge_keys::DEPTH_KEY;
+use ankusa_core::hook::settle::{after_failure, answered_ok, drain_due, request_body, Queued};
+use ankusa_core::reload::take_resets;
+use ankusa_core::wire::ResetRequest;
+use std::collections::HashMap;
+
+/// A settle batch or reset may take longer than one hit: it carries up to
+/// `settle_batch_max` operations and nobody waits on it.
+pub const BACKGROUND_TIMEOUT_MS: u64 = 2_000;
+
+/// A background call in flight.
+enum Background {
+    Settle(Vec<Queued>),
+    Reset,
+}
+
+/// The background calls in flight from one root context.
+#[derive(Default)]
+pub struct Drainer {
+    inflight: HashMap<u32, Background>,
+}
+
+impl Drainer {
+    /// One tick: queued store resets leave, then a settle batch if one is due.
+    pub fn tick(&mut self, rt: &Runtime) {
+        self.send_resets(rt);
+        self.drain(rt);
+    }
+
+    fn drain(&mut self, rt: &Runtime) {
+        let fleet = &rt.config.fleet;
+        let Some(queue_id) = rt.queue_id else { return };
+        let in_flight = self
+            .inflight
+            .values()
+            .any(|b| matches!(b, Background::Settle(_)));
+        if !drain_due(
+            &HOST,
+            in_flight,
+            fleet.breaker,
+            now_us,
+            fleet.settle_interval_ms,
+        ) {
+            return;
+        }
+        let (batch, garbage) = settle::dequeue_batch(&HOST, queue_id, fleet.settle_batch_max);
+        rt.metrics.settle_dropped(garbage);
+        if batch.is_empty() {
+            return;
+        }
+        rt.metrics.settle_depth(read_u64(&HOST, DEPTH_KEY).0);
+        let body = request_body(&batch);
+        match call(rt, "/v1/settle", &body) {
+            Some(token) => {
+                self.inflight.insert(token, Background::Settle(batch));
+            }
+            None => settled(rt, batch, false),
+        }
+    }
+
+    fn send_resets(&mut self, rt: &Runtime) {
+        for tenant in take_resets(&HOST) {
+            let body = serde_json::to_vec(&ResetRequest { tenant }).unwrap_or_default();
+            if let Some(token) = call(rt, "/v1/reset", &body) {
+                rt.metrics.reset_sent();
+                self.inflight.insert(token, Background::Reset);
+            }
+        }
+    }
+
+    /// The store's answer (`status`) to the background call `token`, if it is ours.
+    pub fn answered(&mut self, rt: &Runtime, token: u32, status: Option<&str>) {
+        let Some(background) = self.inflight.remove(&token) else {
+            return;
+        };
+        let ok = answered_ok(status);
+        match background {
+            Background::Settle(batch) => settled(rt, batch, ok),
+            Background::Reset => {
+                if !ok {
+                    log::info!("ankusa: store reset answered {status:?}; its buckets converge on their own");
+                }
+            }
+        }
+    }
+
+    /// Whether `token` is one of this context's calls.
+    pub fn owns(&self, token: u32) -> bool {
+        self.inflight.contains_key(&token)
+    }
+}
+
+fn call(rt: &Runtime, path: &str, body: &[u8]) -> Option<u32> {
+    call_store(&rt.config.fleet, path, body, BACKGROUND_TIMEOUT_MS).ok()
+}
+
+/// A batch's fate: counted, and on failure queued again or dropped.
+fn settled(rt: &Runtime, batch: Vec<Queued>, ok: bool) {
+    rt.metrics.settle_batch(ok);
+    if ok {
+        return;
+    }
+    let (again, dropped) = after_failure(batch, rt.config.fleet.settle_retries);
+    rt.metrics.settle_dropped(dropped);
+    for item in again {
+        rt.settle(item);
+    }
+}

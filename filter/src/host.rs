@@ -1,0 +1,171 @@
+//! The host calls a hook makes, behind one trait: the request's headers and
+//! body, the upstream's and the store's answers, the dispatch of a store
+//! call, local replies, metrics, settles, logs, the clock and randomness.
+//!
+//! [`ProxyHost`] is Envoy through proxy-wasm; the tests' mock records every
+//! call, so whole hook lives run without Envoy.
+
+use crate::headers;
+use crate::runtime::{call_store, Runtime, HOST};
+use crate::shared::{now_us, HostStore};
+use ankusa_core::cas::CasStore;
+use ankusa_core::config::Config;
+use ankusa_core::hook::headers::RequestHeaders;
+use ankusa_core::hook::machine::{Env, Level, Metric};
+use ankusa_core::hook::reply::LocalReply;
+use ankusa_core::hook::settle::Queued;
+use ankusa_core::verify::Keys;
+use proxy_wasm::hostcalls;
+use proxy_wasm::types::{BufferType, MapType};
+use std::rc::Rc;
+
+pub trait Host {
+    type Store: CasStore;
+    fn config(&self) -> &Config;
+    fn keys(&self) -> &Keys;
+    /// This edge's name in claims.
+    fn node(&self) -> &str;
+    /// The node's shared data.
+    fn store(&self) -> &Self::Store;
+    /// µs since the unix epoch.
+    fn now_us(&self) -> u64;
+    /// Ten random bytes for a hook id (`now_us`: a fallback's seed).
+    fn random(&self, now_us: u64) -> [u8; 10];
+    fn request_headers(&self) -> RequestHeaders;
+    fn set_request_header(&self, name: &str, value: Option<&str>);
+    fn request_body(&self, size: usize) -> Vec<u8>;
+    /// One of the upstream's response headers (None: absent or not UTF-8).
+    fn response_header(&self, name: &str) -> Option<String>;
+    /// The store call's answer: `:status` (None: a reset) and body.
+    fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>);
+    /// POSTs to the store; false when the host refuses the call at once.
+    fn dispatch(&self, path: &str, body: &[u8], timeout_ms: u64) -> bool;
+    fn reply(&self, reply: &LocalReply);
+    /// A reply with no configured host behind it (the filter has no configuration).
+    fn reply_unconfigured(reply: &LocalReply)
+    where
+        Self: Sized;
+    /// Lets a paused request go on.
+    fn resume(&self);
+    fn metric(&self, metric: Metric);
+    fn settle(&self, item: Queued);
+    fn log(&self, level: Level, line: &str);
+
+    /// What the hook's state machine reads of this host.
+    fn env(&self) -> Env<'_, Self::Store>
+    where
+        Self: Sized,
+    {
+        Env {
+            config: self.config(),
+            keys: self.keys(),
+            node: self.node(),
+            store: self.store(),
+        }
+    }
+}
+
+/// Envoy, through proxy-wasm hostcalls.
+pub struct ProxyHost(pub Rc<Runtime>);
+
+impl Host for ProxyHost {
+    type Store = HostStore;
+
+    fn config(&self) -> &Config {
+        &self.0.config
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.0.keys
+    }
+
+    fn node(&self) -> &str {
+        self.0.node()
+    }
+
+    fn store(&self) -> &HostStore {
+        &HOST
+    }
+
+    fn now_us(&self) -> u64 {
+        now_us()
+    }
+
+    /// Should the host's randomness fail, the clock's low bits still make
+    /// ids distinct per µs (a hook id names a hook, it guards nothing).
+    fn random(&self, now_us: u64) -> [u8; 10] {
+        let mut random = [0u8; 10];
+        if getrandom::getrandom(&mut random).is_err() {
+            random[..8].copy_from_slice(&now_us.to_le_bytes());
+        }
+        random
+    }
+
+    fn request_headers(&self) -> RequestHeaders {
+        headers::request_headers()
+    }
+
+    fn set_request_header(&self, name: &str, value: Option<&str>) {
+        let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, name, value);
+    }
+
+    fn request_body(&self, size: usize) -> Vec<u8> {
+        hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size)
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn response_header(&self, name: &str) -> Option<String> {
+        headers::value(MapType::HttpResponseHeaders, name)
+    }
+
+    fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>) {
+        let status = headers::value(MapType::HttpCallResponseHeaders, ":status");
+        let body = hostcalls::get_buffer(BufferType::HttpCallResponseBody, 0, body_size)
+            .ok()
+            .flatten();
+        (status, body)
+    }
+
+    fn dispatch(&self, path: &str, body: &[u8], timeout_ms: u64) -> bool {
+        call_store(&self.0.config.fleet, path, body, timeout_ms).is_ok()
+    }
+
+    fn reply(&self, reply: &LocalReply) {
+        send_reply(reply);
+    }
+
+    fn reply_unconfigured(reply: &LocalReply) {
+        send_reply(reply);
+    }
+
+    fn resume(&self) {
+        let _ = hostcalls::resume_http_request();
+    }
+
+    fn metric(&self, metric: Metric) {
+        self.0.metrics.apply(metric);
+    }
+
+    fn settle(&self, item: Queued) {
+        self.0.settle(item);
+    }
+
+    fn log(&self, level: Level, line: &str) {
+        match level {
+            Level::Info => log::info!("{line}"),
+            Level::Warn => log::warn!("{line}"),
+        }
+    }
+}
+
+/// A local reply: JSON, with `Retry-After` when it says when to come back.
+fn send_reply(reply: &LocalReply) {
+    let retry = reply.retry_after.map(|s| s.to_string());
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(r) = &retry {
+        headers.push(("retry-after", r.as_str()));
+    }
+    let _ = hostcalls::send_http_response(reply.status, headers, Some(reply.body.as_bytes()));
+}

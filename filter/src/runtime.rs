@@ -1,0 +1,160 @@
+//! Everything a hook needs, built once per configuration: the parsed config,
+//! the signing keys and the store token from the VM environment, the
+//! metrics, the node's shared-data keys and settle queue; and the one way to
+//! call the store.
+
+use crate::metrics::Metrics;
+use crate::settle;
+use crate::shared::HostStore;
+use ankusa_core::cas::ensure_keys;
+use ankusa_core::config::{Config, FleetConfig};
+use ankusa_core::edge_keys::{self, BUCKET_PREFIX, BUCKET_SLOTS};
+use ankusa_core::hook::settle::{Enqueued, Queued};
+use ankusa_core::node_buckets::NodeBuckets;
+use ankusa_core::verify::Keys;
+use ankusa_core::{node_name, reload, token, wire};
+use proxy_wasm::hostcalls;
+use proxy_wasm::types::{BufferType, Status};
+use std::cell::{OnceCell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The one shared-data map, seen through the core's seam.
+pub static HOST: HostStore = HostStore;
+
+thread_local! {
+    /// `Bearer <token>` for every store call, read once per VM in
+    /// `on_configure` from the VM environment (never from the plugin
+    /// configuration, which Envoy's config dump shows). None: no credential.
+    static AUTHORIZATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Reads the store token from the VM environment (Envoy passes it with
+/// `vm_config.environment_variables.host_env_keys`). Without one, fleet calls
+/// go out bare: a store that requires a token answers 401 and every hook is
+/// answered from this node alone (`ankusa_fleet_fallback_total`).
+fn read_token(config: &Config) -> Result<(), String> {
+    let value = std::env::var(token::EDGE_TOKEN_ENV).ok();
+    let authorization = token::edge_authorization(value.as_deref())?;
+    if authorization.is_none() && config.uses_store() {
+        log::error!(
+            "ankusa: {} is not set in the VM environment: store calls carry no token; \
+             a store that requires one answers 401 and hooks are answered from this node alone",
+            token::EDGE_TOKEN_ENV
+        );
+    }
+    AUTHORIZATION.with(|a| *a.borrow_mut() = authorization);
+    Ok(())
+}
+
+/// Everything a hook needs, built once per configuration and shared by the
+/// VM's HTTP contexts.
+pub struct Runtime {
+    pub config: Config,
+    /// This edge's name in claims: the config's "node", else Envoy's node id,
+    /// read on first use (Envoy's canary VM runs `on_configure` before the
+    /// node properties are available).
+    node: OnceCell<String>,
+    pub metrics: Metrics,
+    /// The settle queue (None if Envoy refused to register it: settles are then dropped and counted).
+    pub queue_id: Option<u32>,
+    /// Signing keys of the sources that verify their deliveries.
+    pub keys: Keys,
+}
+
+impl Runtime {
+    /// Parses the plugin configuration (refused with the field named), reads
+    /// the token and signing secrets, defines the metrics, pre-creates every
+    /// shared-data key (a compare-and-swap on a key never written can't be
+    /// checked), and resets the buckets of tenants a reload changed.
+    pub fn configure() -> Result<Rc<Runtime>, String> {
+        let bytes = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let config = Config::parse(&bytes).map_err(|e| e.to_string())?;
+        read_token(&config)?;
+        let keys = Keys::resolve(&config, |name| std::env::var(name).ok())?;
+        let metrics = Metrics::define();
+        let buckets = NodeBuckets::new(&HOST, BUCKET_PREFIX, BUCKET_SLOTS);
+        ensure_keys(
+            &HOST,
+            buckets
+                .keys()
+                .chain(edge_keys::FIXED.iter().map(|k| k.to_string())),
+        );
+        let queue_id = hostcalls::register_shared_queue(edge_keys::SETTLE_QUEUE).ok();
+        let runtime = Runtime {
+            config,
+            node: OnceCell::new(),
+            metrics,
+            queue_id,
+            keys,
+        };
+        let changed = reload::note_limit_changes(&HOST, &runtime.config);
+        if !changed.is_empty() {
+            log::info!("ankusa: limits changed for {changed:?}; their buckets were reset");
+        }
+        Ok(Rc::new(runtime))
+    }
+
+    pub fn node(&self) -> &str {
+        self.node.get_or_init(|| match &self.config.node {
+            Some(node) => node.clone(),
+            None => envoy_node_id(),
+        })
+    }
+
+    /// Queues a settle operation; a full queue drops it and counts the drop.
+    pub fn settle(&self, item: Queued) {
+        let outcome = match self.queue_id {
+            Some(id) => settle::enqueue(&HOST, id, self.config.fleet.settle_queue_max, &item),
+            None => Enqueued::Dropped,
+        };
+        match outcome {
+            Enqueued::Queued(depth) => self.metrics.settle_depth(depth),
+            Enqueued::Dropped => self.metrics.settle_dropped(1),
+        }
+    }
+}
+
+/// POSTs `body` to the store's `path` through the fleet cluster, with
+/// `timeout_ms` as both Envoy's timeout and the budget the store is told.
+pub fn call_store(
+    fleet: &FleetConfig,
+    path: &str,
+    body: &[u8],
+    timeout_ms: u64,
+) -> Result<u32, Status> {
+    let budget = timeout_ms.to_string();
+    AUTHORIZATION.with(|authorization| {
+        let authorization = authorization.borrow();
+        let mut headers = vec![
+            (":method", "POST"),
+            (":path", path),
+            (":authority", fleet.authority.as_str()),
+            ("content-type", "application/json"),
+            (wire::BUDGET_HEADER, budget.as_str()),
+        ];
+        if let Some(value) = authorization.as_deref() {
+            headers.push(("authorization", value));
+        }
+        hostcalls::dispatch_http_call(
+            &fleet.cluster,
+            headers,
+            Some(body),
+            vec![],
+            Duration::from_millis(timeout_ms),
+        )
+    })
+}
+
+/// Envoy's node id (`--service-node`) as a wire name.
+fn envoy_node_id() -> String {
+    let id = hostcalls::get_property(vec!["node", "id"])
+        .ok()
+        .flatten()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default();
+    node_name::wire_name(&id)
+}
