@@ -13,10 +13,7 @@ use ankusa_tests::faults::{run_row, Fault};
 fn check(fault: Fault, fast: bool) {
     let row = run_row(fault, &fault.plan(fast), 7);
     row.save_if_asked();
-    eprintln!(
-        "{}",
-        serde_json::to_string_pretty(&row).unwrap_or_default()
-    );
+    eprintln!("{}", serde_json::to_string_pretty(&row).unwrap_or_default());
     if let Some(broken) = row.broken_promise() {
         panic!("{broken}");
     }
@@ -63,6 +60,10 @@ rows! {
     config_reloaded_mid_traffic => Fault::ConfigReload, false;
     #[ignore = "full fault suite: scripts/reliability.sh"]
     settle_queue_overflow => Fault::SettleOverflow, false;
+    #[ignore = "full fault suite: scripts/reliability.sh"]
+    cluster_master_killed_and_replica_promoted => Fault::ClusterFailover, false;
+    #[ignore = "full fault suite: scripts/reliability.sh"]
+    cluster_slot_migrated_mid_traffic => Fault::ClusterSlotMigration, false;
 }
 
 /// The audit catches a loss: an intake that answers 201 without storing

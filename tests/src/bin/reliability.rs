@@ -39,14 +39,18 @@ fn rewrite(args: &Args) -> Result<(), String> {
     let mut doc = std::fs::read_to_string(&args.doc)
         .map_err(|e| format!("cannot read {}: {e}", args.doc.display()))?;
     doc = replace_section(&doc, "faults", &fault_table(&rows, &order))?;
-    let hostile = args.rows.join("hostile.md");
-    if let Ok(table) = std::fs::read_to_string(&hostile) {
-        doc = replace_section(&doc, "hostile", &table)?;
+    let hostile: Vec<String> = ["hostile-probes.md", "hostile-memory.md"]
+        .iter()
+        .filter_map(|name| std::fs::read_to_string(args.rows.join(name)).ok())
+        .collect();
+    if !hostile.is_empty() {
+        doc = replace_section(&doc, "hostile", &hostile.join("\n"))?;
     }
     if !args.machine.is_empty() {
         doc = replace_section(&doc, "machine", &format!("{}\n", args.machine.trim_end()))?;
     }
-    std::fs::write(&args.doc, doc).map_err(|e| format!("cannot write {}: {e}", args.doc.display()))?;
+    std::fs::write(&args.doc, doc)
+        .map_err(|e| format!("cannot write {}: {e}", args.doc.display()))?;
     let lost: u64 = rows.iter().map(|r| r.lost).sum();
     eprintln!(
         "{}: {} fault rows, {lost} hooks lost",

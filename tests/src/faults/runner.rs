@@ -10,7 +10,7 @@ use ankusa_testkit::fault::{FaultProxy, Mode};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::ports::free_port;
 use ankusa_testkit::process::scratch_dir;
-use ankusa_testkit::redis::Redis;
+use ankusa_testkit::redis::{cli, Redis, RedisCluster};
 use ankusa_testkit::store::Store;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,7 +79,12 @@ pub fn row_config(fault: Fault) -> serde_json::Value {
 /// Redis, the store, the intake and the edges, with a fault proxy between
 /// the edges and the store and one between the edges and the intake.
 pub struct FaultFleet {
-    pub redis: Redis,
+    /// The single Redis (rows not on a Cluster).
+    pub redis: Option<Redis>,
+    /// The Redis Cluster with replicas (Cluster rows).
+    pub cluster: Option<RedisCluster>,
+    /// A slot being migrated: (slot, source port, target port).
+    migration: Option<(u16, u16, u16)>,
     pub store: Store,
     pub store_proxy: FaultProxy,
     pub intake: Intake,
@@ -90,12 +95,21 @@ pub struct FaultFleet {
 }
 
 impl FaultFleet {
-    pub fn start(config: &serde_json::Value) -> FaultFleet {
+    pub fn start(config: &serde_json::Value, on_cluster: bool) -> FaultFleet {
         let dir = scratch_dir("faults");
         let redis_dir = dir.join("redis");
         let _ = std::fs::create_dir_all(&redis_dir);
-        let redis = Redis::start_on(free_port(), &redis_dir);
-        let store = Store::start_on(free_port(), &redis.url(), &[]);
+        let (redis, cluster) = if on_cluster {
+            (None, Some(RedisCluster::start_replicated()))
+        } else {
+            (Some(Redis::start_on(free_port(), &redis_dir)), None)
+        };
+        let redis_url = match (&redis, &cluster) {
+            (Some(r), _) => r.url(),
+            (_, Some(c)) => c.url(),
+            _ => unreachable!("one of the two was started"),
+        };
+        let store = Store::start_on(free_port(), &redis_url, &[]);
         assert!(
             store.wait_ready(Duration::from_secs(10)),
             "ankusa-store never reached Redis:\n{}",
@@ -124,6 +138,8 @@ impl FaultFleet {
         }
         FaultFleet {
             redis,
+            cluster,
+            migration: None,
             store,
             store_proxy,
             intake,
@@ -135,6 +151,23 @@ impl FaultFleet {
 
     pub fn edge_urls(&self) -> Vec<String> {
         self.edges.iter().map(|e| e.url("")).collect()
+    }
+
+    fn redis(&mut self) -> &mut Redis {
+        self.redis.as_mut().expect("a row on a single Redis")
+    }
+
+    fn cluster(&self) -> &RedisCluster {
+        self.cluster.as_ref().expect("a row on a Redis Cluster")
+    }
+
+    /// The store's URL for Redis, single or Cluster.
+    fn redis_url(&self) -> String {
+        match (&self.redis, &self.cluster) {
+            (Some(r), _) => r.url(),
+            (_, Some(c)) => c.url(),
+            _ => String::new(),
+        }
     }
 
     fn admin_urls(&self) -> Vec<String> {
@@ -166,9 +199,9 @@ fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
         Fault::StoreSlowBelow => store_mode(Mode::DelayResponse(Duration::from_millis(
             TIMEOUT_MS * 4 / 5,
         ))),
-        Fault::StoreSlowAbove => store_mode(Mode::DelayResponse(Duration::from_millis(
-            TIMEOUT_MS + 100,
-        ))),
+        Fault::StoreSlowAbove => {
+            store_mode(Mode::DelayResponse(Duration::from_millis(TIMEOUT_MS + 100)))
+        }
         Fault::StoreGarbage => store_mode(Mode::Garbage(http_answer(
             "200 OK",
             b"{\"decision\":\x00\xff[[[",
@@ -181,11 +214,44 @@ fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
             "503 Service Unavailable",
             b"{\"error\":\"redis_unavailable\"}",
         ))),
-        Fault::RedisKilled => fleet.redis.proc.signal("KILL"),
-        Fault::RedisFrozen => fleet.redis.proc.signal("STOP"),
+        Fault::RedisKilled => fleet.redis().proc.signal("KILL"),
+        Fault::RedisFrozen => fleet.redis().proc.signal("STOP"),
         Fault::RedisFlushall => {
-            let _ = fleet.redis.cli(&["FLUSHALL"]);
-            let _ = fleet.redis.cli(&["SCRIPT", "FLUSH"]);
+            let _ = fleet.redis().cli(&["FLUSHALL"]);
+            let _ = fleet.redis().cli(&["SCRIPT", "FLUSH"]);
+        }
+        Fault::ClusterFailover => {
+            let port = busiest_master(fleet.cluster());
+            if let Some(node) = fleet.cluster().nodes.iter().find(|n| n.port == port) {
+                node.proc.signal("KILL");
+            }
+        }
+        Fault::ClusterSlotMigration => {
+            let src = busiest_master(fleet.cluster());
+            let slot = busiest_slot(src);
+            let dst = fleet
+                .cluster()
+                .masters()
+                .iter()
+                .map(|n| n.port)
+                .find(|p| *p != src)
+                .unwrap_or(src);
+            let (src_id, dst_id) = (
+                cli(src, &["CLUSTER", "MYID"]),
+                cli(dst, &["CLUSTER", "MYID"]),
+            );
+            let slot_text = slot.to_string();
+            cli(
+                dst,
+                &["CLUSTER", "SETSLOT", &slot_text, "IMPORTING", &src_id],
+            );
+            cli(
+                src,
+                &["CLUSTER", "SETSLOT", &slot_text, "MIGRATING", &dst_id],
+            );
+            // Half the keys now: the store finds some here, is sent to the target for the rest (ASK).
+            migrate_keys(slot, src, dst, Some(0.5));
+            fleet.migration = Some((slot, src, dst));
         }
         Fault::EdgeKilled => fleet.edges[0].proc.signal("KILL"),
         Fault::IntakeFailing => intake_flap.store(true, Ordering::SeqCst),
@@ -194,11 +260,73 @@ fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
             .set_mode(Mode::DelayResponse(Duration::from_secs(12))),
         Fault::ConfigReload => {
             let mut config = row_config(fault);
-            config["rate_limits"]["tenants"]["acme"] = serde_json::json!({"rate": 400, "burst": 800});
+            config["rate_limits"]["tenants"]["acme"] =
+                serde_json::json!({"rate": 400, "burst": 800});
             for edge in &mut fleet.edges {
                 let _ = edge.reload(config.clone());
             }
         }
+    }
+}
+
+/// The master (port) holding the most keys.
+fn busiest_master(cluster: &RedisCluster) -> u16 {
+    cluster
+        .masters()
+        .iter()
+        .max_by_key(|n| n.cli(&["DBSIZE"]).parse::<u64>().unwrap_or(0))
+        .map_or(0, |n| n.port)
+}
+
+/// The slot most of `port`'s keys (a sample of up to 1000) hash to.
+fn busiest_slot(port: u16) -> u16 {
+    let keys = cli(port, &["--scan", "--count", "1000"]);
+    let mut counts = std::collections::HashMap::new();
+    for key in keys.lines().take(1000) {
+        if let Ok(slot) = cli(port, &["CLUSTER", "KEYSLOT", key]).parse::<u16>() {
+            *counts.entry(slot).or_insert(0u32) += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .map_or(0, |(slot, _)| slot)
+}
+
+/// Moves `share` of `slot`'s keys (all when `None`) from `src` to `dst` with `MIGRATE`.
+fn migrate_keys(slot: u16, src: u16, dst: u16, share: Option<f64>) {
+    let slot_text = slot.to_string();
+    let count = cli(src, &["CLUSTER", "COUNTKEYSINSLOT", &slot_text])
+        .parse::<u64>()
+        .unwrap_or(0);
+    let mut left = share.map_or(u64::MAX, |s| (count as f64 * s).ceil() as u64);
+    while left > 0 {
+        let batch = left.min(100).to_string();
+        let keys = cli(src, &["CLUSTER", "GETKEYSINSLOT", &slot_text, &batch]);
+        let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
+        if keys.is_empty() {
+            return;
+        }
+        let dst_text = dst.to_string();
+        let mut args = vec!["MIGRATE", "127.0.0.1", &dst_text, "", "0", "5000", "KEYS"];
+        args.extend(keys.iter().copied());
+        cli(src, &args);
+        left = left.saturating_sub(keys.len() as u64);
+    }
+}
+
+/// Waits up to 20 s until every answering node says `cluster_state:ok`.
+fn wait_cluster_ok(cluster: &RedisCluster) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let ok = cluster.nodes.iter().all(|n| {
+            let info = n.cli(&["CLUSTER", "INFO"]);
+            info.is_empty() || info.contains("cluster_state:ok")
+        });
+        if ok {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -208,15 +336,44 @@ fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
         Fault::StoreKilled => {
             let port = fleet.store.port;
             let _ = fleet.store.proc.stop(Duration::from_secs(1));
-            fleet.store = Store::start_on(port, &fleet.redis.url(), &[]);
+            fleet.store = Store::start_on(port, &fleet.redis_url(), &[]);
         }
         Fault::StoreFrozen => fleet.store.proc.signal("CONT"),
         Fault::RedisKilled => {
-            let (port, dir) = (fleet.redis.port, fleet.redis.dir.clone());
-            let _ = fleet.redis.proc.stop(Duration::from_secs(1));
-            fleet.redis = Redis::start_on(port, &dir);
+            let (port, dir) = (fleet.redis().port, fleet.redis().dir.clone());
+            let _ = fleet.redis().proc.stop(Duration::from_secs(1));
+            fleet.redis = Some(Redis::start_on(port, &dir));
         }
-        Fault::RedisFrozen => fleet.redis.proc.signal("CONT"),
+        Fault::RedisFrozen => fleet.redis().proc.signal("CONT"),
+        Fault::ClusterFailover => {
+            // The replica of the dead master: a node whose ROLE says slave and
+            // whose master is not answering.
+            for node in &fleet.cluster().nodes {
+                let role = node.cli(&["ROLE"]);
+                let mut lines = role.lines();
+                if lines.next() != Some("slave") {
+                    continue;
+                }
+                let master_port: u16 = lines
+                    .nth(1)
+                    .and_then(|p| p.trim().parse().ok())
+                    .unwrap_or(0);
+                if cli(master_port, &["PING"]) != "PONG" {
+                    node.cli(&["CLUSTER", "FAILOVER", "TAKEOVER"]);
+                }
+            }
+            wait_cluster_ok(fleet.cluster());
+        }
+        Fault::ClusterSlotMigration => {
+            if let Some((slot, src, dst)) = fleet.migration.take() {
+                migrate_keys(slot, src, dst, None);
+                let dst_id = cli(dst, &["CLUSTER", "MYID"]);
+                let slot_text = slot.to_string();
+                for node in fleet.cluster().masters() {
+                    node.cli(&["CLUSTER", "SETSLOT", &slot_text, "NODE", &dst_id]);
+                }
+            }
+        }
         Fault::RedisFlushall | Fault::ConfigReload => {}
         Fault::EdgeKilled => {
             let spec = fleet.edges[0].spec.clone();
@@ -290,7 +447,7 @@ pub fn run_row_with(
     seed: u64,
     tweak: impl FnOnce(&mut FaultFleet),
 ) -> Row {
-    let mut fleet = FaultFleet::start(&row_config(fault));
+    let mut fleet = FaultFleet::start(&row_config(fault), fault.on_cluster());
     tweak(&mut fleet);
     let options = Options {
         edges: fleet.edge_urls(),
@@ -349,11 +506,13 @@ pub fn run_row_with(
             }
         });
         std::thread::sleep(plan.fault_at.saturating_sub(start.elapsed()));
-        inject(fault, &mut fleet, &flap);
+        inject(fault, &mut fleet, flap);
         std::thread::sleep(plan.heal_at.saturating_sub(start.elapsed()));
-        heal(fault, &mut fleet, &flap);
+        heal(fault, &mut fleet, flap);
         heal_at = heal_at.max(start.elapsed());
-        provider.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        provider
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
     let samples = samples.into_inner().unwrap_or_else(|p| p.into_inner());
     let audit = audit::audit(

@@ -37,10 +37,17 @@ pub enum Fault {
     ConfigReload,
     /// `fleet.settle_queue_max` 8 with the store blackholed: settles dropped.
     SettleOverflow,
+    /// Redis Cluster: the busiest master SIGKILLed; at heal its replica takes
+    /// over (`CLUSTER FAILOVER TAKEOVER`).
+    ClusterFailover,
+    /// Redis Cluster: the busiest slot set migrating to another master and
+    /// half its keys moved (the store meets `ASK`); at heal the rest moved and
+    /// the slot given to the new master (the store meets `MOVED`).
+    ClusterSlotMigration,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 16] = [
+    pub const ALL: [Fault; 18] = [
         Fault::StoreKilled,
         Fault::StoreFrozen,
         Fault::StoreBlackholed,
@@ -57,6 +64,8 @@ impl Fault {
         Fault::IntakeTimeout,
         Fault::ConfigReload,
         Fault::SettleOverflow,
+        Fault::ClusterFailover,
+        Fault::ClusterSlotMigration,
     ];
 
     pub fn name(self) -> &'static str {
@@ -77,6 +86,8 @@ impl Fault {
             Fault::IntakeTimeout => "intake-timeout",
             Fault::ConfigReload => "config-reload",
             Fault::SettleOverflow => "settle-queue-overflow",
+            Fault::ClusterFailover => "cluster-master-killed-replica-promoted",
+            Fault::ClusterSlotMigration => "cluster-slot-migrated",
         }
     }
 
@@ -84,10 +95,15 @@ impl Fault {
         Fault::ALL.into_iter().find(|f| f.name() == name)
     }
 
+    /// Whether the row runs against a Redis Cluster (with replicas).
+    pub fn on_cluster(self) -> bool {
+        matches!(self, Fault::ClusterFailover | Fault::ClusterSlotMigration)
+    }
+
     /// Why this fault may store an event twice, when it may.
     pub fn duplicates_reason(self) -> &'static str {
         match self {
-            Fault::RedisKilled | Fault::RedisFlushall => {
+            Fault::RedisKilled | Fault::RedisFlushall | Fault::ClusterFailover => {
                 "the dedupe window is gone with Redis's keys: a redelivery after the fault \
                  passes the edge, the intake's own index must catch it"
             }

@@ -137,7 +137,10 @@ pub fn fault_table(rows: &[Row], order: &[&str]) -> String {
     let mut sorted: Vec<&Row> = rows.iter().collect();
     sorted.sort_by_key(|r| {
         (
-            order.iter().position(|n| *n == r.fault).unwrap_or(usize::MAX),
+            order
+                .iter()
+                .position(|n| *n == r.fault)
+                .unwrap_or(usize::MAX),
             r.fault.clone(),
         )
     });
@@ -173,18 +176,17 @@ pub fn read_rows(dir: &Path) -> Result<Vec<Row>, String> {
 
 /// `doc` with the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->` replaced.
 pub fn replace_section(doc: &str, name: &str, body: &str) -> Result<String, String> {
-    let (begin, end) = (format!("<!-- {name}:begin -->"), format!("<!-- {name}:end -->"));
+    let (begin, end) = (
+        format!("<!-- {name}:begin -->"),
+        format!("<!-- {name}:end -->"),
+    );
     let (Some(b), Some(e)) = (doc.find(&begin), doc.find(&end)) else {
         return Err(format!("RELIABILITY.md has no {begin} … {end} section"));
     };
     if e < b {
         return Err(format!("{end} comes before {begin}"));
     }
-    Ok(format!(
-        "{}{begin}\n{body}{}",
-        &doc[..b],
-        &doc[e..]
-    ))
+    Ok(format!("{}{begin}\n{body}{}", &doc[..b], &doc[e..]))
 }
 
 #[cfg(test)]
