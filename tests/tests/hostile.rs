@@ -377,7 +377,7 @@ fn memory_row(n: u64) {
         used(&redis_after) / 1024 / 1024,
     );
     eprintln!("{line}");
-    save("hostile-memory.md", &format!("| load | edge (Envoy) RSS | store RSS | Redis used memory |\n|---|---|---|---|\n{line}"));
+    save(&format!("hostile-memory-{n:07}.md"), &line);
     assert_eq!(other, 0, "every distinct tenant's first hook admitted");
     // Bounded: the edge keeps nothing per tenant beyond its node buckets' fixed
     // table, the store nothing per tenant at all (Redis does, with TTLs).

@@ -39,12 +39,8 @@ fn rewrite(args: &Args) -> Result<(), String> {
     let mut doc = std::fs::read_to_string(&args.doc)
         .map_err(|e| format!("cannot read {}: {e}", args.doc.display()))?;
     doc = replace_section(&doc, "faults", &fault_table(&rows, &order))?;
-    let hostile: Vec<String> = ["hostile-probes.md", "hostile-memory.md"]
-        .iter()
-        .filter_map(|name| std::fs::read_to_string(args.rows.join(name)).ok())
-        .collect();
-    if !hostile.is_empty() {
-        doc = replace_section(&doc, "hostile", &hostile.join("\n"))?;
+    if let Some(hostile) = hostile_section(&args.rows) {
+        doc = replace_section(&doc, "hostile", &hostile)?;
     }
     if !args.machine.is_empty() {
         doc = replace_section(&doc, "machine", &format!("{}\n", args.machine.trim_end()))?;
@@ -58,4 +54,33 @@ fn rewrite(args: &Args) -> Result<(), String> {
         rows.len()
     );
     Ok(())
+}
+
+/// The probes' table, then one memory row per load size, when a run saved them.
+fn hostile_section(rows: &std::path::Path) -> Option<String> {
+    let probes = std::fs::read_to_string(rows.join("hostile-probes.md")).ok();
+    let mut memory: Vec<PathBuf> = std::fs::read_dir(rows)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("hostile-memory-"))
+        })
+        .collect();
+    memory.sort();
+    if probes.is_none() && memory.is_empty() {
+        return None;
+    }
+    let mut out = probes.unwrap_or_default();
+    if !memory.is_empty() {
+        out.push_str(
+            "\n| load | edge (Envoy) RSS | store RSS | Redis used memory |\n|---|---|---|---|\n",
+        );
+        for file in memory {
+            out.push_str(&std::fs::read_to_string(file).unwrap_or_default());
+        }
+    }
+    Some(out)
 }

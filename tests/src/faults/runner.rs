@@ -85,6 +85,8 @@ pub struct FaultFleet {
     pub cluster: Option<RedisCluster>,
     /// A slot being migrated: (slot, source port, target port).
     migration: Option<(u16, u16, u16)>,
+    /// What the fault and the heal did, in words, for the table.
+    pub notes: Vec<String>,
     pub store: Store,
     pub store_proxy: FaultProxy,
     pub intake: Intake,
@@ -140,6 +142,7 @@ impl FaultFleet {
             redis,
             cluster,
             migration: None,
+            notes: Vec::new(),
             store,
             store_proxy,
             intake,
@@ -222,9 +225,13 @@ fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
         }
         Fault::ClusterFailover => {
             let port = busiest_master(fleet.cluster());
+            let keys = cli(port, &["DBSIZE"]);
             if let Some(node) = fleet.cluster().nodes.iter().find(|n| n.port == port) {
                 node.proc.signal("KILL");
             }
+            fleet
+                .notes
+                .push(format!("master :{port} ({keys} keys) killed"));
         }
         Fault::ClusterSlotMigration => {
             let src = busiest_master(fleet.cluster());
@@ -250,7 +257,10 @@ fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
                 &["CLUSTER", "SETSLOT", &slot_text, "MIGRATING", &dst_id],
             );
             // Half the keys now: the store finds some here, is sent to the target for the rest (ASK).
-            migrate_keys(slot, src, dst, Some(0.5));
+            let moved = migrate_keys(slot, src, dst, Some(0.5));
+            fleet.notes.push(format!(
+                "slot {slot} set migrating :{src}→:{dst}, {moved} keys moved"
+            ));
             fleet.migration = Some((slot, src, dst));
         }
         Fault::EdgeKilled => fleet.edges[0].proc.signal("KILL"),
@@ -293,8 +303,10 @@ fn busiest_slot(port: u16) -> u16 {
         .map_or(0, |(slot, _)| slot)
 }
 
-/// Moves `share` of `slot`'s keys (all when `None`) from `src` to `dst` with `MIGRATE`.
-fn migrate_keys(slot: u16, src: u16, dst: u16, share: Option<f64>) {
+/// Moves `share` of `slot`'s keys (all when `None`) from `src` to `dst` with
+/// `MIGRATE`; how many it moved.
+fn migrate_keys(slot: u16, src: u16, dst: u16, share: Option<f64>) -> u64 {
+    let mut moved = 0;
     let slot_text = slot.to_string();
     let count = cli(src, &["CLUSTER", "COUNTKEYSINSLOT", &slot_text])
         .parse::<u64>()
@@ -305,14 +317,16 @@ fn migrate_keys(slot: u16, src: u16, dst: u16, share: Option<f64>) {
         let keys = cli(src, &["CLUSTER", "GETKEYSINSLOT", &slot_text, &batch]);
         let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
         if keys.is_empty() {
-            return;
+            return moved;
         }
         let dst_text = dst.to_string();
         let mut args = vec!["MIGRATE", "127.0.0.1", &dst_text, "", "0", "5000", "KEYS"];
         args.extend(keys.iter().copied());
         cli(src, &args);
+        moved += keys.len() as u64;
         left = left.saturating_sub(keys.len() as u64);
     }
+    moved
 }
 
 /// Waits up to 20 s until every answering node says `cluster_state:ok`.
@@ -348,7 +362,8 @@ fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
         Fault::ClusterFailover => {
             // The replica of the dead master: a node whose ROLE says slave and
             // whose master is not answering.
-            for node in &fleet.cluster().nodes {
+            let nodes = fleet.cluster.as_ref().map_or(&[][..], |c| &c.nodes[..]);
+            for node in nodes {
                 let role = node.cli(&["ROLE"]);
                 let mut lines = role.lines();
                 if lines.next() != Some("slave") {
@@ -360,13 +375,26 @@ fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
                     .unwrap_or(0);
                 if cli(master_port, &["PING"]) != "PONG" {
                     node.cli(&["CLUSTER", "FAILOVER", "TAKEOVER"]);
+                    fleet.notes.push(format!(
+                        "at heal its replica :{} took over (CLUSTER FAILOVER TAKEOVER)",
+                        node.port
+                    ));
                 }
+            }
+            if fleet.notes.len() < 2 {
+                fleet.notes.push(
+                    "its replica had already been promoted by the cluster (node timeout 2 s)"
+                        .into(),
+                );
             }
             wait_cluster_ok(fleet.cluster());
         }
         Fault::ClusterSlotMigration => {
             if let Some((slot, src, dst)) = fleet.migration.take() {
-                migrate_keys(slot, src, dst, None);
+                let moved = migrate_keys(slot, src, dst, None);
+                fleet.notes.push(format!(
+                    "at heal the other {moved} keys moved and the slot given to :{dst}"
+                ));
                 let dst_id = cli(dst, &["CLUSTER", "MYID"]);
                 let slot_text = slot.to_string();
                 for node in fleet.cluster().masters() {
@@ -546,6 +574,7 @@ pub fn run_row_with(
     let acked_events = outcome.acknowledged.iter().filter(|a| **a).count() as u64;
     let row = Row {
         fault: fault.name().into(),
+        notes: std::mem::take(&mut fleet.notes),
         events: plan.events as u64,
         deliveries: outcome.tally.sent,
         acknowledged_events: acked_events,

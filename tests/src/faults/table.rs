@@ -35,6 +35,9 @@ impl Transitions {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     pub fault: String,
+    /// What the fault and the heal did, when more than the name says.
+    #[serde(default)]
+    pub notes: Vec<String>,
     pub events: u64,
     /// Deliveries sent (first deliveries and redeliveries).
     pub deliveries: u64,
@@ -109,9 +112,14 @@ impl Row {
             Some(why) => format!("{} ({why})", self.stored_duplicates),
             None => self.stored_duplicates.to_string(),
         };
+        let fault = if self.notes.is_empty() {
+            self.fault.clone()
+        } else {
+            format!("{} ({})", self.fault, self.notes.join("; "))
+        };
         format!(
             "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} (+{}) | {} | {} | {} | {} | {} |",
-            self.fault,
+            fault,
             self.fault_s[0],
             self.fault_s[1],
             self.acknowledged_events,
