@@ -290,7 +290,7 @@ fn busiest_master(cluster: &RedisCluster) -> u16 {
 
 /// The slot most of `port`'s keys (a sample of up to 1000) hash to.
 fn busiest_slot(port: u16) -> u16 {
-    let keys = cli(port, &["--scan", "--count", "1000"]);
+    let keys = cli(port, &["--scan"]);
     let mut counts = std::collections::HashMap::new();
     for key in keys.lines().take(1000) {
         if let Ok(slot) = cli(port, &["CLUSTER", "KEYSLOT", key]).parse::<u16>() {
@@ -320,9 +320,23 @@ fn migrate_keys(slot: u16, src: u16, dst: u16, share: Option<f64>) -> u64 {
             return moved;
         }
         let dst_text = dst.to_string();
-        let mut args = vec!["MIGRATE", "127.0.0.1", &dst_text, "", "0", "5000", "KEYS"];
+        let mut args = vec![
+            "MIGRATE",
+            "127.0.0.1",
+            &dst_text,
+            "",
+            "0",
+            "5000",
+            "REPLACE",
+            "KEYS",
+        ];
         args.extend(keys.iter().copied());
-        cli(src, &args);
+        let reply = cli(src, &args);
+        if reply != "OK" {
+            // Refused (the keys stay where they are): stop rather than retry forever.
+            eprintln!("MIGRATE of slot {slot} :{src}→:{dst} answered {reply:?}");
+            return moved;
+        }
         moved += keys.len() as u64;
         left = left.saturating_sub(keys.len() as u64);
     }

@@ -118,7 +118,7 @@ impl Row {
             format!("{} ({})", self.fault, self.notes.join("; "))
         };
         format!(
-            "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} (+{}) | {} | {} | {} | {} | {} |",
+            "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} ({:+}) | {} | {} | {} | {} | {} |",
             fault,
             self.fault_s[0],
             self.fault_s[1],
@@ -135,7 +135,11 @@ impl Row {
             self.breaker.render(),
             self.degraded.render(),
             self.fallbacks,
-            self.resume_after_heal_ms,
+            if self.fallbacks == 0 {
+                "never stopped".to_string()
+            } else {
+                self.resume_after_heal_ms.to_string()
+            },
         )
     }
 }
@@ -153,7 +157,7 @@ pub fn fault_table(rows: &[Row], order: &[&str]) -> String {
         )
     });
     let mut out = String::from(
-        "| fault | fault window (s) | events acked | deliveries | lost | stored duplicates | answers to the provider | p99 ms before / during (+added) | fleet.timeout_ms | breaker | degraded | fall-backs | fleet answers resume after heal (ms) |\n\
+        "| fault | fault window (s) | events acked | deliveries | lost | stored duplicates | answers to the provider | p99 ms before / during (added) | fleet.timeout_ms | breaker | degraded | fall-backs | fleet answers resume after heal (ms) |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for row in sorted {
