@@ -3,7 +3,7 @@
 //!
 //! `reliability --rows DIR --doc RELIABILITY.md --machine TEXT`
 
-use ankusa_tests::faults::table::{fault_table, read_rows, replace_section};
+use ankusa_tests::faults::table::{merge_table, read_rows, replace_section, section};
 use ankusa_tests::faults::Fault;
 use clap::Parser;
 use std::path::PathBuf;
@@ -38,7 +38,8 @@ fn rewrite(args: &Args) -> Result<(), String> {
     let order: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
     let mut doc = std::fs::read_to_string(&args.doc)
         .map_err(|e| format!("cannot read {}: {e}", args.doc.display()))?;
-    doc = replace_section(&doc, "faults", &fault_table(&rows, &order))?;
+    let table = merge_table(section(&doc, "faults").unwrap_or(""), &rows, &order);
+    doc = replace_section(&doc, "faults", &table)?;
     if let Some(hostile) = hostile_section(&args.rows) {
         doc = replace_section(&doc, "hostile", &hostile)?;
     }

@@ -167,6 +167,49 @@ pub fn fault_table(rows: &[Row], order: &[&str]) -> String {
     out
 }
 
+/// The fault table of `rows`, keeping the lines of `old` (a table this module
+/// rendered) for faults `rows` doesn't have, so a partial run updates only
+/// its own rows. Lines in `order` (fault names), then any others by name.
+pub fn merge_table(old: &str, rows: &[Row], order: &[&str]) -> String {
+    let fresh = fault_table(rows, order);
+    let mut lines: Vec<(String, String)> = Vec::new();
+    let name_of = |line: &str| -> Option<String> {
+        let cell = line.strip_prefix("| ")?.split(" |").next()?;
+        let name = cell.split(" (").next()?.trim();
+        (!name.is_empty() && name != "fault" && !name.starts_with("---")).then(|| name.to_string())
+    };
+    for line in fresh.lines().chain(old.lines()) {
+        if let Some(name) = name_of(line) {
+            if !lines.iter().any(|(n, _)| *n == name) {
+                lines.push((name, line.to_string()));
+            }
+        }
+    }
+    lines.sort_by_key(|(name, _)| {
+        (
+            order.iter().position(|n| n == name).unwrap_or(usize::MAX),
+            name.clone(),
+        )
+    });
+    let mut out: String = fresh.lines().take(2).map(|l| format!("{l}\n")).collect();
+    for (_, line) in lines {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The text between `<!-- NAME:begin -->` and `<!-- NAME:end -->`, if any.
+pub fn section<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
+    let (begin, end) = (
+        format!("<!-- {name}:begin -->"),
+        format!("<!-- {name}:end -->"),
+    );
+    let b = doc.find(&begin)? + begin.len();
+    let e = doc.find(&end)?;
+    doc.get(b..e)
+}
+
 /// Reads every `*.json` row in `dir`.
 pub fn read_rows(dir: &Path) -> Result<Vec<Row>, String> {
     let entries =
@@ -209,6 +252,29 @@ mod tests {
     fn transitions_collapse_repeats() {
         let t = Transitions::of([0.0, 0.0, 1.0, 1.0, 2.0, 0.0].into_iter());
         assert_eq!(t.render(), "0→1→2→0");
+    }
+
+    #[test]
+    fn a_partial_run_replaces_only_its_own_rows() {
+        let old =
+            "| fault | x |\n|---|---|\n| store-killed | old |\n| redis-frozen (note) | old |\n";
+        let row: Row = serde_json::from_value(serde_json::json!({
+            "fault": "redis-frozen", "events": 1, "deliveries": 1, "acknowledged_events": 1,
+            "lost": 0, "lost_keys": [], "stored": 1, "stored_duplicates": 0,
+            "duplicates_reason": null, "answers": {}, "transport_errors": 0,
+            "p99_before_ms": 1.0, "p99_during_ms": 2.0, "added_p99_ms": 1.0, "timeout_ms": 250,
+            "breaker": [0.0], "degraded": [0.0], "fallbacks": 0, "settle_dropped": 0,
+            "resume_after_heal_ms": 0, "fault_s": [1.0, 2.0]
+        }))
+        .expect("row");
+        let merged = merge_table(old, &[row], &["store-killed", "redis-frozen"]);
+        let lines: Vec<&str> = merged.lines().collect();
+        assert_eq!(lines.len(), 4, "{merged}");
+        assert_eq!(lines[2], "| store-killed | old |");
+        assert!(
+            lines[3].starts_with("| redis-frozen | 1.0–2.0 | 1/1 |"),
+            "{merged}"
+        );
     }
 
     #[test]
