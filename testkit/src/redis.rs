@@ -59,16 +59,28 @@ pub fn cli(port: u16, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// Three masters with no replicas, slots spread by `redis-cli --cluster create`.
+/// Three masters, slots spread by `redis-cli --cluster create`; with
+/// [`RedisCluster::start_replicated`] each master has one replica.
 pub struct RedisCluster {
     pub nodes: Vec<Redis>,
 }
 
 impl RedisCluster {
+    /// Three masters, no replicas.
     pub fn start() -> RedisCluster {
+        Self::start_with(0)
+    }
+
+    /// Three masters with one replica each (six nodes), so a master can be
+    /// failed over to its replica.
+    pub fn start_replicated() -> RedisCluster {
+        Self::start_with(1)
+    }
+
+    fn start_with(replicas: usize) -> RedisCluster {
         let dir = scratch_dir("redis-cluster");
         let mut nodes = Vec::new();
-        for _ in 0..3 {
+        for _ in 0..3 * (1 + replicas) {
             let port = free_port();
             let node_dir = dir.join(port.to_string());
             std::fs::create_dir_all(&node_dir).unwrap_or_else(|e| panic!("mkdir: {e}"));
@@ -93,7 +105,7 @@ impl RedisCluster {
         let out = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .unwrap_or_else(|e| panic!("cannot run redis-cli --cluster create: {e}"));
         assert!(
@@ -114,6 +126,14 @@ impl RedisCluster {
             std::thread::sleep(Duration::from_millis(100));
         }
         RedisCluster { nodes }
+    }
+
+    /// The nodes that are masters now, by `ROLE`.
+    pub fn masters(&self) -> Vec<&Redis> {
+        self.nodes
+            .iter()
+            .filter(|n| n.cli(&["ROLE"]).starts_with("master"))
+            .collect()
     }
 
     /// `redis+cluster://` style list of node URLs, comma separated.

@@ -93,6 +93,9 @@ struct Board {
     tally: Tally,
     rng: Rng,
     last_resolved: Instant,
+    /// When the run started.
+    start: Instant,
+    attempts: Vec<Attempt>,
 }
 
 impl Board {
@@ -111,8 +114,21 @@ impl Board {
     }
 }
 
+/// One attempt of a real delivery: when it started and how it ended.
+#[derive(Clone, Copy, Debug)]
+pub struct Attempt {
+    /// From the start of the run.
+    pub started: Duration,
+    /// Until the answer (or the transport error).
+    pub took: Duration,
+    /// The status, `None` when no HTTP answer came.
+    pub status: Option<u16>,
+}
+
 /// What a run produced: the counts, and which events were acknowledged.
 pub struct Outcome {
+    /// Every real attempt, in the order answers came.
+    pub attempts: Vec<Attempt>,
     pub tally: Tally,
     pub events: Vec<Event>,
     /// Per event: whether any of its deliveries got a 2xx.
@@ -143,6 +159,8 @@ pub fn run(options: &Options) -> Outcome {
         tally: Tally::default(),
         rng: Rng::new(rng.next_u64()),
         last_resolved: start,
+        start,
+        attempts: Vec::new(),
     };
     for event in 0..events.len() {
         let due = start + Duration::from_secs_f64(event as f64 / options.rate);
@@ -237,6 +255,7 @@ pub fn run(options: &Options) -> Outcome {
     events.truncate(real_events);
     acknowledged.truncate(real_events);
     Outcome {
+        attempts: board.attempts,
         tally,
         events,
         acknowledged,
@@ -300,12 +319,21 @@ fn worker(
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
+        let sent_at = Instant::now();
         let answer =
             ankusa_testkit::http::request("POST", &url, &headers, &events[event].body, timeout);
 
         let mut board = lock(shared);
         let now = Instant::now();
         board.tally.in_flight -= 1;
+        if board.deliveries[delivery].kind != Kind::Forged {
+            let attempt = Attempt {
+                started: sent_at.saturating_duration_since(board.start),
+                took: now.duration_since(sent_at),
+                status: answer.as_ref().ok().map(|a| a.status),
+            };
+            board.attempts.push(attempt);
+        }
         if board.deliveries[delivery].kind == Kind::Forged {
             // A forger neither retries nor honours Retry-After.
             if answer.as_ref().is_ok_and(|a| a.status == 401) {

@@ -1,0 +1,130 @@
+//! The faults of the suite: what each breaks, and why it may store a copy twice.
+
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The store SIGKILLed, restarted on its port at heal.
+    StoreKilled,
+    /// The store SIGSTOPped, SIGCONTed at heal.
+    StoreFrozen,
+    /// The edge→store proxy reads and never answers.
+    StoreBlackholed,
+    /// Every store answer delayed to just under `fleet.timeout_ms`.
+    StoreSlowBelow,
+    /// Every store answer delayed to just over `fleet.timeout_ms`.
+    StoreSlowAbove,
+    /// The store's place answered by a 200 whose body is not JSON.
+    StoreGarbage,
+    /// The store's place answered by 401.
+    Store401,
+    /// The store's place answered by 503.
+    Store503,
+    /// Redis SIGKILLed, restarted empty on its port (keys and scripts lost).
+    RedisKilled,
+    /// Redis SIGSTOPped, SIGCONTed at heal.
+    RedisFrozen,
+    /// `FLUSHALL` mid-run (the dedupe window and every bucket gone at once).
+    RedisFlushall,
+    /// edge-1 SIGKILLed (pending claims held), restarted at heal.
+    EdgeKilled,
+    /// About half the intake's answers replaced by 503 while the fault lasts.
+    IntakeFailing,
+    /// The intake stores on time but its answers come after the provider's
+    /// 10 s request timeout.
+    IntakeTimeout,
+    /// A new plugin configuration (other rates) loaded into both edges mid-run.
+    ConfigReload,
+    /// `fleet.settle_queue_max` 8 with the store blackholed: settles dropped.
+    SettleOverflow,
+    /// Redis Cluster: the busiest master SIGKILLed; at heal its replica takes
+    /// over (`CLUSTER FAILOVER TAKEOVER`).
+    ClusterFailover,
+    /// Redis Cluster: the busiest slot set migrating to another master and
+    /// half its keys moved (the store meets `ASK`); at heal the rest moved and
+    /// the slot given to the new master (the store meets `MOVED`).
+    ClusterSlotMigration,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 18] = [
+        Fault::StoreKilled,
+        Fault::StoreFrozen,
+        Fault::StoreBlackholed,
+        Fault::StoreSlowBelow,
+        Fault::StoreSlowAbove,
+        Fault::StoreGarbage,
+        Fault::Store401,
+        Fault::Store503,
+        Fault::RedisKilled,
+        Fault::RedisFrozen,
+        Fault::RedisFlushall,
+        Fault::EdgeKilled,
+        Fault::IntakeFailing,
+        Fault::IntakeTimeout,
+        Fault::ConfigReload,
+        Fault::SettleOverflow,
+        Fault::ClusterFailover,
+        Fault::ClusterSlotMigration,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::StoreKilled => "store-killed",
+            Fault::StoreFrozen => "store-frozen",
+            Fault::StoreBlackholed => "store-blackholed",
+            Fault::StoreSlowBelow => "store-slow-below-timeout",
+            Fault::StoreSlowAbove => "store-slow-above-timeout",
+            Fault::StoreGarbage => "store-garbage",
+            Fault::Store401 => "store-401",
+            Fault::Store503 => "store-503",
+            Fault::RedisKilled => "redis-killed-restarted-empty",
+            Fault::RedisFrozen => "redis-frozen",
+            Fault::RedisFlushall => "redis-flushall",
+            Fault::EdgeKilled => "edge-killed",
+            Fault::IntakeFailing => "intake-failing-half",
+            Fault::IntakeTimeout => "intake-timeout",
+            Fault::ConfigReload => "config-reload",
+            Fault::SettleOverflow => "settle-queue-overflow",
+            Fault::ClusterFailover => "cluster-master-killed-replica-promoted",
+            Fault::ClusterSlotMigration => "cluster-slot-migrated",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Whether the row runs against a Redis Cluster (with replicas).
+    pub fn on_cluster(self) -> bool {
+        matches!(self, Fault::ClusterFailover | Fault::ClusterSlotMigration)
+    }
+
+    /// Why this fault may store an event twice, when it may.
+    pub fn duplicates_reason(self) -> &'static str {
+        match self {
+            Fault::RedisKilled | Fault::RedisFlushall | Fault::ClusterFailover => {
+                "the dedupe window is gone with Redis's keys: a redelivery after the fault \
+                 passes the edge, the intake's own index must catch it"
+            }
+            Fault::EdgeKilled | Fault::IntakeTimeout | Fault::IntakeFailing => {
+                "a hook stored while its answer was lost is sent again by the provider: \
+                 the intake's own index must catch it"
+            }
+            _ => {
+                "a redelivery during the fault is admitted node-local (dedupe degraded): \
+                 the intake's own index must catch it"
+            }
+        }
+    }
+
+    /// The deliveries' timing for this fault.
+    pub fn plan(self, fast: bool) -> super::Plan {
+        let mut plan = super::Plan::default_for(fast);
+        if self == Fault::IntakeTimeout {
+            // Answers held 12 s: the provider (10 s timeout) retries meanwhile.
+            plan.deadline = Duration::from_secs(90);
+        }
+        plan
+    }
+}

@@ -1,0 +1,289 @@
+//! A row's figures, kept as one JSON file per fault, and the tables of
+//! `RELIABILITY.md` rendered from them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The values a gauge went through during a row, repeats collapsed:
+/// `[0, 1, 2, 0]` is closed → open → half-open → closed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Transitions(pub Vec<f64>);
+
+impl Transitions {
+    pub fn of(values: impl Iterator<Item = f64>) -> Transitions {
+        let mut seen: Vec<f64> = Vec::new();
+        for v in values {
+            if seen.last() != Some(&v) {
+                seen.push(v);
+            }
+        }
+        Transitions(seen)
+    }
+
+    /// `0→1→0`, or `0` when it never moved.
+    pub fn render(&self) -> String {
+        if self.0.is_empty() {
+            return "-".into();
+        }
+        let parts: Vec<String> = self.0.iter().map(|v| format!("{v}")).collect();
+        parts.join("→")
+    }
+}
+
+/// One fault's figures.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Row {
+    pub fault: String,
+    /// What the fault and the heal did, when more than the name says.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub events: u64,
+    /// Deliveries sent (first deliveries and redeliveries).
+    pub deliveries: u64,
+    /// Events with at least one 2xx.
+    pub acknowledged_events: u64,
+    /// Acknowledged events the intake doesn't hold. Must be 0.
+    pub lost: u64,
+    pub lost_keys: Vec<String>,
+    /// Hooks of the run the intake holds, copies counted.
+    pub stored: u64,
+    pub stored_duplicates: u64,
+    pub duplicates_reason: Option<String>,
+    /// Answers to the provider by status.
+    pub answers: BTreeMap<u16, u64>,
+    pub transport_errors: u64,
+    pub p99_before_ms: f64,
+    pub p99_during_ms: f64,
+    pub added_p99_ms: f64,
+    pub timeout_ms: u64,
+    /// Highest `ankusa_fleet_breaker_state` over the edges (0 closed, 1 open, 2 half-open).
+    pub breaker: Transitions,
+    /// Highest `ankusa_fleet_limiter_degraded` over the edges and kinds.
+    pub degraded: Transitions,
+    /// Hooks the edges answered without the store (`ankusa_fleet_fallback_total`).
+    pub fallbacks: u64,
+    pub settle_dropped: u64,
+    /// From the heal to the last hook answered without the store.
+    pub resume_after_heal_ms: u64,
+    /// When the fault was injected and healed (s from the start of traffic).
+    pub fault_s: [f64; 2],
+}
+
+impl Row {
+    /// Writes the row as `DIR/NAME.json` when `ANKUSA_RELIABILITY_DIR` is set.
+    pub fn save_if_asked(&self) {
+        let Ok(dir) = std::env::var("ANKUSA_RELIABILITY_DIR") else {
+            return;
+        };
+        let _ = std::fs::create_dir_all(&dir);
+        let file = Path::new(&dir).join(format!("{}.json", self.fault));
+        let text = serde_json::to_string_pretty(self).unwrap_or_default();
+        if let Err(e) = std::fs::write(&file, text) {
+            eprintln!("cannot write {}: {e}", file.display());
+        }
+    }
+
+    /// A failure message naming the row, or `None` when it holds the promise:
+    /// nothing acknowledged is lost and every event got acknowledged.
+    pub fn broken_promise(&self) -> Option<String> {
+        if self.lost > 0 {
+            return Some(format!(
+                "{}: {} acknowledged hooks lost (e.g. {:?})",
+                self.fault, self.lost, self.lost_keys
+            ));
+        }
+        if self.acknowledged_events < self.events {
+            return Some(format!(
+                "{}: only {} of {} events acknowledged before the deadline",
+                self.fault, self.acknowledged_events, self.events
+            ));
+        }
+        None
+    }
+
+    fn markdown(&self) -> String {
+        let answers: Vec<String> = self
+            .answers
+            .iter()
+            .map(|(code, n)| format!("{code}×{n}"))
+            .collect();
+        let duplicates = match &self.duplicates_reason {
+            Some(why) => format!("{} ({why})", self.stored_duplicates),
+            None => self.stored_duplicates.to_string(),
+        };
+        let fault = if self.notes.is_empty() {
+            self.fault.clone()
+        } else {
+            format!("{} ({})", self.fault, self.notes.join("; "))
+        };
+        format!(
+            "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} ({:+}) | {} | {} | {} | {} | {} |",
+            fault,
+            self.fault_s[0],
+            self.fault_s[1],
+            self.acknowledged_events,
+            self.events,
+            self.deliveries,
+            self.lost,
+            duplicates,
+            answers.join(" "),
+            self.p99_before_ms,
+            self.p99_during_ms,
+            self.added_p99_ms,
+            self.timeout_ms,
+            self.breaker.render(),
+            self.degraded.render(),
+            self.fallbacks,
+            if self.fallbacks == 0 {
+                "never stopped".to_string()
+            } else {
+                self.resume_after_heal_ms.to_string()
+            },
+        )
+    }
+}
+
+/// The fault table, rows in `order` (names), then any others by name.
+pub fn fault_table(rows: &[Row], order: &[&str]) -> String {
+    let mut sorted: Vec<&Row> = rows.iter().collect();
+    sorted.sort_by_key(|r| {
+        (
+            order
+                .iter()
+                .position(|n| *n == r.fault)
+                .unwrap_or(usize::MAX),
+            r.fault.clone(),
+        )
+    });
+    let mut out = String::from(
+        "| fault | fault window (s) | events acked | deliveries | lost | stored duplicates | answers to the provider | p99 ms before / during (added) | fleet.timeout_ms | breaker | degraded | fall-backs | fleet answers resume after heal (ms) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for row in sorted {
+        out.push_str(&row.markdown());
+        out.push('\n');
+    }
+    out
+}
+
+/// The fault table of `rows`, keeping the lines of `old` (a table this module
+/// rendered) for faults `rows` doesn't have, so a partial run updates only
+/// its own rows. Lines in `order` (fault names), then any others by name.
+pub fn merge_table(old: &str, rows: &[Row], order: &[&str]) -> String {
+    let fresh = fault_table(rows, order);
+    let mut lines: Vec<(String, String)> = Vec::new();
+    let name_of = |line: &str| -> Option<String> {
+        let cell = line.strip_prefix("| ")?.split(" |").next()?;
+        let name = cell.split(" (").next()?.trim();
+        (!name.is_empty() && name != "fault" && !name.starts_with("---")).then(|| name.to_string())
+    };
+    for line in fresh.lines().chain(old.lines()) {
+        if let Some(name) = name_of(line) {
+            if !lines.iter().any(|(n, _)| *n == name) {
+                lines.push((name, line.to_string()));
+            }
+        }
+    }
+    lines.sort_by_key(|(name, _)| {
+        (
+            order.iter().position(|n| n == name).unwrap_or(usize::MAX),
+            name.clone(),
+        )
+    });
+    let mut out: String = fresh.lines().take(2).map(|l| format!("{l}\n")).collect();
+    for (_, line) in lines {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The text between `<!-- NAME:begin -->` and `<!-- NAME:end -->`, if any.
+pub fn section<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
+    let (begin, end) = (
+        format!("<!-- {name}:begin -->"),
+        format!("<!-- {name}:end -->"),
+    );
+    let b = doc.find(&begin)? + begin.len();
+    let e = doc.find(&end)?;
+    doc.get(b..e)
+}
+
+/// Reads every `*.json` row in `dir`.
+pub fn read_rows(dir: &Path) -> Result<Vec<Row>, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mut rows = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if let Ok(row) = serde_json::from_str::<Row>(&text) {
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// `doc` with the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->` replaced.
+pub fn replace_section(doc: &str, name: &str, body: &str) -> Result<String, String> {
+    let (begin, end) = (
+        format!("<!-- {name}:begin -->"),
+        format!("<!-- {name}:end -->"),
+    );
+    let (Some(b), Some(e)) = (doc.find(&begin), doc.find(&end)) else {
+        return Err(format!("RELIABILITY.md has no {begin} … {end} section"));
+    };
+    if e < b {
+        return Err(format!("{end} comes before {begin}"));
+    }
+    Ok(format!("{}{begin}\n{body}{}", &doc[..b], &doc[e..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_collapse_repeats() {
+        let t = Transitions::of([0.0, 0.0, 1.0, 1.0, 2.0, 0.0].into_iter());
+        assert_eq!(t.render(), "0→1→2→0");
+    }
+
+    #[test]
+    fn a_partial_run_replaces_only_its_own_rows() {
+        let old =
+            "| fault | x |\n|---|---|\n| store-killed | old |\n| redis-frozen (note) | old |\n";
+        let row: Row = serde_json::from_value(serde_json::json!({
+            "fault": "redis-frozen", "events": 1, "deliveries": 1, "acknowledged_events": 1,
+            "lost": 0, "lost_keys": [], "stored": 1, "stored_duplicates": 0,
+            "duplicates_reason": null, "answers": {}, "transport_errors": 0,
+            "p99_before_ms": 1.0, "p99_during_ms": 2.0, "added_p99_ms": 1.0, "timeout_ms": 250,
+            "breaker": [0.0], "degraded": [0.0], "fallbacks": 0, "settle_dropped": 0,
+            "resume_after_heal_ms": 0, "fault_s": [1.0, 2.0]
+        }))
+        .expect("row");
+        let merged = merge_table(old, &[row], &["store-killed", "redis-frozen"]);
+        let lines: Vec<&str> = merged.lines().collect();
+        assert_eq!(lines.len(), 4, "{merged}");
+        assert_eq!(lines[2], "| store-killed | old |");
+        assert!(
+            lines[3].starts_with("| redis-frozen | 1.0–2.0 | 1/1 |"),
+            "{merged}"
+        );
+    }
+
+    #[test]
+    fn replaces_only_the_named_section() {
+        let doc = "a\n<!-- t:begin -->\nold\n<!-- t:end -->\nz\n";
+        assert_eq!(
+            replace_section(doc, "t", "new\n").expect("section"),
+            "a\n<!-- t:begin -->\nnew\n<!-- t:end -->\nz\n"
+        );
+        assert!(replace_section(doc, "x", "").is_err());
+    }
+}
