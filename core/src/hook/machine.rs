@@ -30,6 +30,7 @@ use crate::hook::plan::{self, CallFailure, HookFacts, Plan};
 use crate::hook::reply::{self, LocalReply};
 use crate::hook::settle::{settle_op, Queued};
 use crate::node_buckets::{NodeBuckets, NodeVerdict};
+use crate::shadow::{self, Refusal};
 use crate::verify::Keys;
 use crate::wire::{Charge, Claim, HitAnswer, SettleOp};
 
@@ -74,6 +75,9 @@ pub enum Flow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
     Admission(Outcome),
+    /// A refusal computed under the tenant's shadow mode and not enforced:
+    /// the hook was forwarded (counted `shadow="true"`, not as admitted).
+    Shadowed(Outcome),
     Fallback,
     /// A store call's duration (ms).
     CallMs(u64),
@@ -198,8 +202,16 @@ impl Hook {
         self.step(Flow::Pause)
     }
 
-    /// Adds the hook's headers and lets it through.
-    fn forward(&mut self, claim: Option<Claim>) -> Step {
+    /// Whether the tenant's shadow mode forwards this refusal instead of enforcing it.
+    fn shadows<S: CasStore>(&self, env: &Env<'_, S>, refusal: Refusal) -> bool {
+        self.facts.as_ref().is_some_and(|facts| {
+            let setting = env.config.rate_limits.shadow_for(&facts.tenant);
+            !shadow::outcome(refusal, setting).enforce
+        })
+    }
+
+    /// Adds the hook's headers and lets it through, counted as `counted`.
+    fn pass(&mut self, claim: Option<Claim>, counted: Metric) -> Step {
         if let Some(facts) = self.facts.clone() {
             self.emit(Effect::Header(HOOK_ID, Some(facts.hook_id)));
             self.emit(Effect::Header(TENANT, Some(facts.tenant)));
@@ -210,12 +222,13 @@ impl Hook {
             }
         }
         self.claim = claim;
-        self.metric(Metric::Admission(Outcome::Admitted));
+        self.metric(counted);
         self.step(Flow::Continue)
     }
 
     /// Charges the node buckets, then forwards (holding `claim`) or answers 429
-    /// (releasing `claim`: nothing will be stored under it).
+    /// (releasing `claim`: nothing will be stored under it). A denial under
+    /// the tenant's shadow mode forwards, counted as shadowed.
     fn answer_node<S: CasStore>(
         &mut self,
         env: &Env<'_, S>,
@@ -223,15 +236,37 @@ impl Hook {
         claim: Option<Claim>,
         now: u64,
     ) -> Step {
+        self.answer_node_as(
+            env,
+            charges,
+            claim,
+            now,
+            Metric::Admission(Outcome::Admitted),
+        )
+    }
+
+    /// [`Hook::answer_node`], counting a forwarded hook as `counted`.
+    fn answer_node_as<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        charges: &[Charge],
+        claim: Option<Claim>,
+        now: u64,
+        counted: Metric,
+    ) -> Step {
         let verdict = match (&self.facts, charges.is_empty()) {
             (Some(facts), false) => env.buckets().charge(&facts.tenant, now, charges),
             _ => NodeVerdict::Admit,
         };
         match verdict {
-            NodeVerdict::Admit => self.forward(claim),
+            NodeVerdict::Admit => self.pass(claim, counted),
             NodeVerdict::Contended => {
                 self.metric(Metric::Contended);
-                self.forward(claim)
+                self.pass(claim, counted)
+            }
+            NodeVerdict::RateLimited { .. } if self.shadows(env, Refusal::RateLimited) => {
+                // Nothing was spent on a denial; the claim is ours as usual.
+                self.pass(claim, Metric::Shadowed(Outcome::RateLimited))
             }
             NodeVerdict::RateLimited { retry_after_us } => {
                 if let Some(claim) = claim {
@@ -499,6 +534,27 @@ impl Hook {
         };
         for kind in fleet_kinds(env.config) {
             self.metric(Metric::Degraded(kind, false));
+        }
+        // Shadow mode forwards a refusal it would have answered. The store
+        // wrote no claim for it (a taken claim or a denied charge writes
+        // nothing), so the hook holds none: a shadowed duplicate is forwarded
+        // anyway and never settled as if the claim were its own.
+        let shadowed = match &answer {
+            HitAnswer::Ok => None,
+            HitAnswer::RateLimited { .. } => Some((Refusal::RateLimited, Outcome::RateLimited)),
+            HitAnswer::Duplicate { .. } => Some((Refusal::Duplicate, Outcome::Duplicate)),
+            HitAnswer::Pending { .. } => Some((Refusal::Duplicate, Outcome::Pending)),
+        };
+        if let Some((_, outcome)) = shadowed.filter(|(r, _)| self.shadows(env, *r)) {
+            // A forwarded duplicate still spends the node charges it would
+            // have spent as a new hook (node rate, fleet dedupe).
+            return self.answer_node_as(
+                env,
+                &call.plan.node_after_ok,
+                None,
+                now,
+                Metric::Shadowed(outcome),
+            );
         }
         match answer {
             HitAnswer::Ok => {
