@@ -366,3 +366,35 @@ fn an_unconfigured_filter_answers_503_and_forwards_nothing() {
     assert_eq!(replies.len(), 1);
     assert_eq!((replies[0].status, replies[0].retry_after), (503, Some(1)));
 }
+
+#[test]
+fn a_shadowed_duplicate_is_forwarded_counted_shadowed_and_settles_nothing() {
+    let config = FLEET.replace(r#""burst":20}"#, r#""burst":20,"shadow":{"dedupe":true}}"#);
+    let (host, mut hook) = start(&config);
+    post(&host, "{}");
+    hook.on_http_request_headers(5, false);
+    store_answers(
+        &mut hook,
+        &host,
+        Some("200"),
+        r#"{"result":"duplicate","hook_id":"h-1"}"#,
+    );
+    assert_eq!(host.resumed.get(), 1, "forwarded anyway");
+    assert!(host.replies.borrow().is_empty());
+    assert!(host
+        .metrics
+        .borrow()
+        .contains(&Metric::Shadowed(Outcome::Duplicate)));
+    assert!(admissions(&host).is_empty(), "counted once, as shadowed");
+    assert!(matches!(
+        hook.on_http_request_body(2, true),
+        Action::Continue
+    ));
+    host.respond(&[(":status", "201"), ("x-ankusa-hook-id", "h-1")]);
+    hook.on_http_response_headers(2, false);
+    hook.on_log();
+    assert!(
+        settled(&host).is_empty(),
+        "the original's claim is not ours"
+    );
+}
