@@ -27,6 +27,7 @@ use crate::hook::degraded::fleet_kinds;
 use crate::hook::headers::RequestHeaders;
 use crate::hook::outcome::{Kind, Outcome};
 use crate::hook::plan::{self, CallFailure, HookFacts, Plan};
+use crate::hook::rate_headers::{self, Header};
 use crate::hook::reply::{self, LocalReply};
 use crate::hook::settle::{settle_op, Queued};
 use crate::node_buckets::{NodeBuckets, NodeVerdict};
@@ -99,6 +100,8 @@ pub enum Level {
 pub enum Effect {
     /// Remove (None) or set a request header.
     Header(&'static str, Option<String>),
+    /// Set a header on the upstream's response (rate-limit headers).
+    ResponseHeader(&'static str, String),
     /// Send this local reply now.
     Reply(LocalReply),
     /// POST `body` to the store's `path` with `timeout_ms`. Always a step's
@@ -149,6 +152,8 @@ pub struct Hook {
     /// reply, and a body arriving at a closed socket draws a TCP reset that
     /// destroys the answer).
     deferred: Option<LocalReply>,
+    /// Rate-limit headers for the upstream's response to a forwarded hook.
+    rate_headers: Vec<Header>,
     effects: Vec<Effect>,
 }
 
@@ -169,6 +174,12 @@ impl Hook {
     /// status and hook id are worth reading).
     pub fn holds_claim(&self) -> bool {
         self.claim.is_some()
+    }
+
+    /// Whether the upstream's response headers are worth a step: to settle
+    /// a claim or to carry rate-limit headers.
+    pub fn reads_upstream(&self) -> bool {
+        self.claim.is_some() || !self.rate_headers.is_empty()
     }
 
     /// Whether a store call is in flight.
@@ -254,18 +265,31 @@ impl Hook {
         now: u64,
         counted: Metric,
     ) -> Step {
-        let verdict = match (&self.facts, charges.is_empty()) {
-            (Some(facts), false) => env.buckets().charge(&facts.tenant, now, charges),
-            _ => NodeVerdict::Admit,
+        let (verdict, headers) = match (&self.facts, charges.is_empty()) {
+            (Some(facts), false) => {
+                let (verdict, buckets) = env.buckets().charge_state(&facts.tenant, now, charges);
+                let headers = rate_headers::node(env.config, &facts.tenant, charges, &buckets, now);
+                (verdict, headers)
+            }
+            (Some(facts), true) if self.rate_headers.is_empty() => (
+                NodeVerdict::Admit,
+                rate_headers::policy_only(env.config, &facts.tenant),
+            ),
+            _ => (NodeVerdict::Admit, std::mem::take(&mut self.rate_headers)),
         };
         match verdict {
-            NodeVerdict::Admit => self.pass(claim, counted),
+            NodeVerdict::Admit => {
+                self.rate_headers = headers;
+                self.pass(claim, counted)
+            }
             NodeVerdict::Contended => {
+                self.rate_headers = headers;
                 self.metric(Metric::Contended);
                 self.pass(claim, counted)
             }
             NodeVerdict::RateLimited { .. } if self.shadows(env, Refusal::RateLimited) => {
                 // Nothing was spent on a denial; the claim is ours as usual.
+                self.rate_headers = headers;
                 self.pass(claim, Metric::Shadowed(Outcome::RateLimited))
             }
             NodeVerdict::RateLimited { retry_after_us } => {
@@ -275,10 +299,9 @@ impl Hook {
                         op: SettleOp::Release { claim },
                     }));
                 }
-                self.reply(
-                    Outcome::RateLimited,
-                    LocalReply::rate_limited(retry_after_us.div_ceil(1_000)),
-                )
+                let mut reply = LocalReply::rate_limited(retry_after_us.div_ceil(1_000));
+                reply.headers = headers;
+                self.reply(Outcome::RateLimited, reply)
             }
         }
     }
@@ -545,6 +568,10 @@ impl Hook {
             HitAnswer::Duplicate { .. } => Some((Refusal::Duplicate, Outcome::Duplicate)),
             HitAnswer::Pending { .. } => Some((Refusal::Duplicate, Outcome::Pending)),
         };
+        if let (HitAnswer::RateLimited { retry_after_ms }, Some(facts)) = (&answer, &self.facts) {
+            self.rate_headers =
+                rate_headers::fleet_denied(env.config, &facts.tenant, *retry_after_ms);
+        }
         if let Some((_, outcome)) = shadowed.filter(|(r, _)| self.shadows(env, *r)) {
             // A forwarded duplicate still spends the node charges it would
             // have spent as a new hook (node rate, fleet dedupe).
@@ -567,15 +594,20 @@ impl Hook {
             HitAnswer::Pending { retry_after_ms } => {
                 self.reply(Outcome::Pending, LocalReply::pending(retry_after_ms))
             }
-            HitAnswer::RateLimited { retry_after_ms } => self.reply(
-                Outcome::RateLimited,
-                LocalReply::rate_limited(retry_after_ms),
-            ),
+            HitAnswer::RateLimited { retry_after_ms } => {
+                let mut reply = LocalReply::rate_limited(retry_after_ms);
+                reply.headers = std::mem::take(&mut self.rate_headers);
+                self.reply(Outcome::RateLimited, reply)
+            }
         }
     }
 
     /// The upstream's response headers: settles the claim once.
+    /// Adds the hook's rate-limit headers to that response.
     pub fn on_upstream_headers(&mut self, status: Option<&str>, upstream_id: Option<&str>) -> Step {
+        for (name, value) in std::mem::take(&mut self.rate_headers) {
+            self.emit(Effect::ResponseHeader(name, value));
+        }
         self.settle(status, upstream_id);
         self.step(Flow::Continue)
     }

@@ -398,3 +398,32 @@ fn a_shadowed_duplicate_is_forwarded_counted_shadowed_and_settles_nothing() {
         "the original's claim is not ours"
     );
 }
+
+#[test]
+fn a_fleet_admit_carries_the_policy_and_a_fleet_429_the_denial() {
+    let (host, mut hook) = fleet_hook(Some("200"), r#"{"result":"ok"}"#);
+    hook.on_http_request_body(2, true);
+    host.respond(&[(":status", "201")]);
+    hook.on_http_response_headers(2, false);
+    assert_eq!(
+        *host.response_set.borrow(),
+        [(
+            "ratelimit-policy".to_string(),
+            "\"hooks\";q=20;w=2".to_string()
+        )]
+    );
+    let (host, mut hook) = fleet_hook(
+        Some("200"),
+        r#"{"result":"rate_limited","retry_after_ms":1500}"#,
+    );
+    hook.on_http_request_body(2, true);
+    let reply = host.replies.borrow()[0].clone();
+    assert_eq!((reply.status, reply.retry_after), (429, Some(2)));
+    assert_eq!(
+        reply.headers,
+        [
+            ("ratelimit-policy", "\"hooks\";q=20;w=2".to_string()),
+            ("ratelimit", "\"hooks\";r=0;t=2".to_string()),
+        ]
+    );
+}

@@ -282,3 +282,51 @@ fn a_shadowed_duplicate_is_forwarded_and_never_settled_as_ours() {
     let step = hook.on_store_answer(&w.env(), Some("200"), Some(answer), NOW);
     assert_eq!(replies(&step), [429]);
 }
+
+fn response_headers(step: &Step) -> Vec<(&'static str, String)> {
+    step.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::ResponseHeader(k, v) => Some((*k, v.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn node_answers_carry_the_standing_of_the_bucket_they_charged() {
+    let config = r#"{"sources":{"gh":{"tenant":"acme"}},
+        "rate_limits":{"headers":"both","default":{"rate":1,"burst":2}}}"#;
+    let w = World::new(config, &[]);
+    let mut first = Hook::new();
+    w.headers(&mut first, &POST, true);
+    assert!(first.reads_upstream());
+    let step = first.on_upstream_headers(Some("201"), None);
+    let h = response_headers(&step);
+    assert!(
+        h.contains(&("ratelimit-policy", "\"hooks\";q=2;w=2".into())),
+        "{h:?}"
+    );
+    assert!(
+        h.contains(&("ratelimit", "\"hooks\";r=1;t=1".into())),
+        "{h:?}"
+    );
+    assert!(h.contains(&("x-ratelimit-remaining", "1".into())), "{h:?}");
+    let mut second = Hook::new();
+    w.headers(&mut second, &POST, true);
+    let h = response_headers(&second.on_upstream_headers(Some("201"), None));
+    assert!(
+        h.contains(&("ratelimit", "\"hooks\";r=0;t=2".into())),
+        "{h:?}"
+    );
+    let mut third = Hook::new();
+    let step = w.headers(&mut third, &POST, true);
+    let Some(Effect::Reply(reply)) = step.effects.iter().find(|e| matches!(e, Effect::Reply(_)))
+    else {
+        panic!("{:?}", step.effects)
+    };
+    assert_eq!((reply.status, reply.retry_after), (429, Some(1)));
+    assert!(reply
+        .headers
+        .contains(&("ratelimit", "\"hooks\";r=0;t=2".into())));
+}
