@@ -31,6 +31,7 @@ use crate::hook::rate_headers::{self, Header};
 use crate::hook::reply::{self, LocalReply};
 use crate::hook::settle::{settle_op, Queued};
 use crate::node_buckets::{NodeBuckets, NodeVerdict};
+use crate::overrides::{self, Effective, Override};
 use crate::shadow::{self, Refusal};
 use crate::verify::Keys;
 use crate::wire::{Charge, Claim, HitAnswer, SettleOp};
@@ -154,6 +155,8 @@ pub struct Hook {
     deferred: Option<LocalReply>,
     /// Rate-limit headers for the upstream's response to a forwarded hook.
     rate_headers: Vec<Header>,
+    /// The tenant's fleet override, as the store's answer carried it.
+    in_force: Option<Override>,
     effects: Vec<Effect>,
 }
 
@@ -213,10 +216,22 @@ impl Hook {
         self.step(Flow::Pause)
     }
 
+    /// The tenant's limits and shadow: the configuration's, with the fleet
+    /// override the store's answer carried where it is in force at `now_us`.
+    fn effective<S: CasStore>(&self, env: &Env<'_, S>, tenant: &str, now_us: u64) -> Effective {
+        let r = &env.config.rate_limits;
+        overrides::effective(
+            r.for_tenant(tenant),
+            r.shadow_for(tenant),
+            self.in_force.as_ref(),
+            now_us / 1_000,
+        )
+    }
+
     /// Whether the tenant's shadow mode forwards this refusal instead of enforcing it.
-    fn shadows<S: CasStore>(&self, env: &Env<'_, S>, refusal: Refusal) -> bool {
+    fn shadows<S: CasStore>(&self, env: &Env<'_, S>, refusal: Refusal, now_us: u64) -> bool {
         self.facts.as_ref().is_some_and(|facts| {
-            let setting = env.config.rate_limits.shadow_for(&facts.tenant);
+            let setting = self.effective(env, &facts.tenant, now_us).shadow;
             !shadow::outcome(refusal, setting).enforce
         })
     }
@@ -265,16 +280,18 @@ impl Hook {
         now: u64,
         counted: Metric,
     ) -> Step {
+        let mode = env.config.rate_limits.headers;
         let (verdict, headers) = match (&self.facts, charges.is_empty()) {
             (Some(facts), false) => {
                 let (verdict, buckets) = env.buckets().charge_state(&facts.tenant, now, charges);
-                let headers = rate_headers::node(env.config, &facts.tenant, charges, &buckets, now);
+                let limits = self.effective(env, &facts.tenant, now).limits;
+                let headers = rate_headers::node(mode, &limits, charges, &buckets, now);
                 (verdict, headers)
             }
-            (Some(facts), true) if self.rate_headers.is_empty() => (
-                NodeVerdict::Admit,
-                rate_headers::policy_only(env.config, &facts.tenant),
-            ),
+            (Some(facts), true) if self.rate_headers.is_empty() => {
+                let limits = self.effective(env, &facts.tenant, now).limits;
+                (NodeVerdict::Admit, rate_headers::policy_only(mode, &limits))
+            }
             _ => (NodeVerdict::Admit, std::mem::take(&mut self.rate_headers)),
         };
         match verdict {
@@ -287,7 +304,7 @@ impl Hook {
                 self.metric(Metric::Contended);
                 self.pass(claim, counted)
             }
-            NodeVerdict::RateLimited { .. } if self.shadows(env, Refusal::RateLimited) => {
+            NodeVerdict::RateLimited { .. } if self.shadows(env, Refusal::RateLimited, now) => {
                 // Nothing was spent on a denial; the claim is ours as usual.
                 self.rate_headers = headers;
                 self.pass(claim, Metric::Shadowed(Outcome::RateLimited))
@@ -546,10 +563,13 @@ impl Hook {
             return self.step(Flow::Pause);
         };
         self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
-        let answer = plan::parse_answer(status, body);
+        let answer = plan::parse_reply(status, body);
         self.record(env, call.permit, answer.as_ref().err(), now);
         let answer = match answer {
-            Ok(answer) => answer,
+            Ok(reply) => {
+                self.in_force = reply.in_force;
+                reply.answer
+            }
             Err(failure) => {
                 let claim = plan::claim_after_failure(&call.plan, &failure);
                 return self.fall_back(env, &call.plan, claim, &failure.to_string(), now);
@@ -569,10 +589,11 @@ impl Hook {
             HitAnswer::Pending { .. } => Some((Refusal::Duplicate, Outcome::Pending)),
         };
         if let (HitAnswer::RateLimited { retry_after_ms }, Some(facts)) = (&answer, &self.facts) {
-            self.rate_headers =
-                rate_headers::fleet_denied(env.config, &facts.tenant, *retry_after_ms);
+            let limits = self.effective(env, &facts.tenant, now).limits;
+            let mode = env.config.rate_limits.headers;
+            self.rate_headers = rate_headers::fleet_denied(mode, &limits, *retry_after_ms);
         }
-        if let Some((_, outcome)) = shadowed.filter(|(r, _)| self.shadows(env, *r)) {
+        if let Some((_, outcome)) = shadowed.filter(|(r, _)| self.shadows(env, *r, now)) {
             // A forwarded duplicate still spends the node charges it would
             // have spent as a new hook (node rate, fleet dedupe).
             return self.answer_node_as(

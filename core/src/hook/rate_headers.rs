@@ -9,8 +9,9 @@
 //! - a fleet admit: the store's answer carries no bucket state, so the
 //!   policy alone (`RateLimit-Policy`, `X-RateLimit-Limit`).
 
-use crate::config::Config;
+use crate::config::Limits;
 use crate::gcra::{Bucket, Quota};
+use crate::ratelimit_headers::HeadersMode;
 use crate::ratelimit_headers::{self as rl, Standing};
 use crate::wire::{Charge, ChargeKind};
 
@@ -18,14 +19,13 @@ use crate::wire::{Charge, ChargeKind};
 pub type Header = (&'static str, String);
 
 /// The policy headers of a tenant, without a standing.
-pub fn policy_only(config: &Config, tenant: &str) -> Vec<Header> {
-    let limits = config.rate_limits.for_tenant(tenant);
+pub fn policy_only(mode: HeadersMode, limits: &Limits) -> Vec<Header> {
     let unknown = Standing {
         remaining: 0,
         reset_s: 0,
     };
     rl::headers(
-        config.rate_limits.headers,
+        mode,
         (limits.hooks, unknown),
         limits.bytes.map(|q| (q, unknown)),
     )
@@ -38,13 +38,12 @@ pub fn policy_only(config: &Config, tenant: &str) -> Vec<Header> {
 /// per `charges` (empty when contended: the policy alone). A bytes quota
 /// without a charge (no body) is described by its policy alone.
 pub fn node(
-    config: &Config,
-    tenant: &str,
+    mode: HeadersMode,
+    limits: &Limits,
     charges: &[Charge],
     buckets: &[Bucket],
     now_us: u64,
 ) -> Vec<Header> {
-    let limits = config.rate_limits.for_tenant(tenant);
     let of = |kind: ChargeKind, quota: Quota| {
         charges
             .iter()
@@ -53,26 +52,22 @@ pub fn node(
             .map(|(_, b)| (quota, rl::standing(quota, Some(*b), now_us)))
     };
     let Some(hooks) = of(ChargeKind::Hooks, limits.hooks) else {
-        return policy_only(config, tenant);
+        return policy_only(mode, limits);
     };
     let bytes = limits.bytes.and_then(|q| of(ChargeKind::Bytes, q));
-    rl::headers(config.rate_limits.headers, hooks, bytes)
+    rl::headers(mode, hooks, bytes)
 }
 
 /// A fleet 429's headers: nothing remains until the store's wait is over.
-pub fn fleet_denied(config: &Config, tenant: &str, retry_after_ms: u64) -> Vec<Header> {
-    let limits = config.rate_limits.for_tenant(tenant);
+pub fn fleet_denied(mode: HeadersMode, limits: &Limits, retry_after_ms: u64) -> Vec<Header> {
     let s = rl::denied(retry_after_ms);
-    rl::headers(
-        config.rate_limits.headers,
-        (limits.hooks, s),
-        limits.bytes.map(|q| (q, s)),
-    )
+    rl::headers(mode, (limits.hooks, s), limits.bytes.map(|q| (q, s)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
     use crate::gcra::MICRO;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -102,7 +97,14 @@ mod tests {
             stamp_us: 1_000_000,
             level: 3 * MICRO,
         };
-        let h = node(&c, "acme", &[hooks_charge(&c)], &[bucket], 1_000_000);
+        let r = &c.rate_limits;
+        let h = node(
+            r.headers,
+            &r.default,
+            &[hooks_charge(&c)],
+            &[bucket],
+            1_000_000,
+        );
         assert_eq!(
             h,
             [
@@ -118,18 +120,19 @@ mod tests {
     #[test]
     fn a_fleet_denial_has_nothing_left_until_the_wait_and_an_admit_only_the_policy() {
         let c = config("ietf");
+        let (mode, limits) = (c.rate_limits.headers, &c.rate_limits.default);
         assert_eq!(
-            fleet_denied(&c, "acme", 1_200),
+            fleet_denied(mode, limits, 1_200),
             [
                 ("ratelimit-policy", "\"hooks\";q=10;w=5".to_string()),
                 ("ratelimit", "\"hooks\";r=0;t=2".to_string()),
             ]
         );
         assert_eq!(
-            policy_only(&c, "acme"),
+            policy_only(mode, limits),
             [("ratelimit-policy", "\"hooks\";q=10;w=5".to_string())]
         );
-        assert_eq!(node(&c, "acme", &[], &[], 0), policy_only(&c, "acme"));
-        assert!(fleet_denied(&config("none"), "acme", 5).is_empty());
+        assert_eq!(node(mode, limits, &[], &[], 0), policy_only(mode, limits));
+        assert!(fleet_denied(HeadersMode::None, limits, 5).is_empty());
     }
 }

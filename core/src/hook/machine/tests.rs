@@ -330,3 +330,35 @@ fn node_answers_carry_the_standing_of_the_bucket_they_charged() {
         .headers
         .contains(&("ratelimit", "\"hooks\";r=0;t=2".into())));
 }
+
+#[test]
+fn the_override_a_fleet_answer_carries_sets_that_hooks_shadow_and_policy() {
+    let w = World::new(&fleet("fleet"), &[]);
+    let expires = NOW / 1_000 + 60_000;
+    let answer = format!(
+        r#"{{"result":"rate_limited","retry_after_ms":1000,
+            "override":{{"tenant":"acme","rate":1,"burst":5,"shadow":true,
+                         "expires_at_ms":{expires},"version":3}}}}"#
+    );
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, true);
+    let step = hook.on_store_answer(&w.env(), Some("200"), Some(answer.as_bytes()), NOW);
+    assert_eq!((step.flow, replies(&step)), (Flow::Continue, vec![]));
+    assert_eq!(counted(&step), [Metric::Shadowed(Outcome::RateLimited)]);
+    let h = response_headers(&hook.on_upstream_headers(Some("201"), None));
+    assert!(
+        h.contains(&("ratelimit-policy", "\"hooks\";q=5;w=5".into())),
+        "{h:?}"
+    );
+    assert!(
+        h.contains(&("ratelimit", "\"hooks\";r=0;t=1".into())),
+        "{h:?}"
+    );
+
+    // Expired: the configuration's (burst 1, no shadow) again.
+    let expired = answer.replace(&expires.to_string(), &(NOW / 1_000 - 1).to_string());
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, true);
+    let step = hook.on_store_answer(&w.env(), Some("200"), Some(expired.as_bytes()), NOW);
+    assert_eq!(replies(&step), [429]);
+}
