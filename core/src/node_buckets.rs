@@ -316,6 +316,18 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
     /// same bucket and keeps the later-emptying result (wire requests never
     /// repeat one).
     pub fn charge(&self, tenant: &str, now_us: u64, charges: &[Charge]) -> NodeVerdict {
+        self.charge_state(tenant, now_us, charges).0
+    }
+
+    /// [`NodeBuckets::charge`] with the tenant's buckets it leaves, one per
+    /// charge in order: those it wrote on an admit, those it found on a
+    /// denial; none when contended.
+    pub fn charge_state(
+        &self,
+        tenant: &str,
+        now_us: u64,
+        charges: &[Charge],
+    ) -> (NodeVerdict, Vec<Bucket>) {
         for _ in 0..MAX_CAS_TRIES {
             let place = self.place(tenant, now_us);
             let buckets: Vec<Option<Bucket>> = charges
@@ -326,13 +338,15 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
                 Ok(new_buckets) => new_buckets,
                 Err(denied) => {
                     self.restamp(&place, charges, &denied.restamps);
-                    return NodeVerdict::RateLimited {
+                    let found = buckets.iter().map(|b| b.unwrap_or_default()).collect();
+                    let verdict = NodeVerdict::RateLimited {
                         retry_after_us: denied.retry_after_us,
                     };
+                    return (verdict, found);
                 }
             };
             let mut next = place.tats;
-            for (c, bucket) in charges.iter().zip(new_buckets) {
+            for (c, bucket) in charges.iter().zip(new_buckets.iter().copied()) {
                 let empty_at = bucket.empty_at(c.rate);
                 next.raise(c.kind, Held { bucket, empty_at });
             }
@@ -347,10 +361,10 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
                 .store
                 .compare_and_set(&place.key, &value, place.version)
             {
-                return NodeVerdict::Admit;
+                return (NodeVerdict::Admit, new_buckets);
             }
         }
-        NodeVerdict::Contended
+        (NodeVerdict::Contended, Vec::new())
     }
 
     /// Writes back the stale buckets of a denial, restamped (one try: a

@@ -33,6 +33,8 @@ pub trait Host {
     fn random(&self, now_us: u64) -> [u8; 10];
     fn request_headers(&self) -> RequestHeaders;
     fn set_request_header(&self, name: &str, value: Option<&str>);
+    /// Sets a header on the upstream's response.
+    fn set_response_header(&self, name: &str, value: &str);
     fn request_body(&self, size: usize) -> Vec<u8>;
     /// One of the upstream's response headers (None: absent or not UTF-8).
     fn response_header(&self, name: &str) -> Option<String>;
@@ -109,6 +111,10 @@ impl Host for ProxyHost {
         let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, name, value);
     }
 
+    fn set_response_header(&self, name: &str, value: &str) {
+        let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, name, Some(value));
+    }
+
     fn request_body(&self, size: usize) -> Vec<u8> {
         hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size)
             .ok()
@@ -160,12 +166,14 @@ impl Host for ProxyHost {
     }
 }
 
-/// A local reply: JSON, with `Retry-After` when it says when to come back.
+/// A local reply: JSON, with `Retry-After` when it says when to come back,
+/// and its rate-limit headers.
 fn send_reply(reply: &LocalReply) {
     let retry = reply.retry_after.map(|s| s.to_string());
     let mut headers = vec![("content-type", "application/json")];
     if let Some(r) = &retry {
         headers.push(("retry-after", r.as_str()));
     }
+    headers.extend(reply.headers.iter().map(|(k, v)| (*k, v.as_str())));
     let _ = hostcalls::send_http_response(reply.status, headers, Some(reply.body.as_bytes()));
 }

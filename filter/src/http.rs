@@ -19,6 +19,7 @@ fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Flow {
     for effect in step.effects {
         match effect {
             Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
+            Effect::ResponseHeader(name, value) => host.set_response_header(name, &value),
             Effect::Reply(reply) => host.reply(&reply),
             Effect::CallStore {
                 path,
@@ -113,9 +114,16 @@ impl<H: Host> HttpContext for Hook<H> {
 
     fn on_http_response_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {
         if let Some(host) = &self.host {
-            if self.machine.holds_claim() {
-                let status = host.response_header(":status");
-                let upstream_id = host.response_header(HOOK_ID);
+            if self.machine.reads_upstream() {
+                // Only a claim's settle reads the upstream's answer.
+                let (status, upstream_id) = if self.machine.holds_claim() {
+                    (
+                        host.response_header(":status"),
+                        host.response_header(HOOK_ID),
+                    )
+                } else {
+                    (None, None)
+                };
                 let step = self
                     .machine
                     .on_upstream_headers(status.as_deref(), upstream_id.as_deref());

@@ -16,10 +16,24 @@ pub fn labelled(name: &str, label: &str, value: &str) -> String {
     format!("{name}_{label}=.={value};.;")
 }
 
+/// The refusals shadow mode can forward instead of enforcing.
+const SHADOWED: [Outcome; 3] = [Outcome::RateLimited, Outcome::Duplicate, Outcome::Pending];
+
+/// `ankusa_admissions_total{outcome="…",shadow="true"}`: a refusal computed
+/// and counted, the hook forwarded.
+pub fn shadowed_name(outcome: Outcome) -> String {
+    labelled(
+        &labelled("ankusa_admissions_total", "outcome", outcome.as_str()),
+        "shadow",
+        "true",
+    )
+}
+
 /// Metric ids of this VM; 0 (never handed out by Envoy) when a define failed.
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
     admissions: Vec<(Outcome, u32)>,
+    shadowed: Vec<(Outcome, u32)>,
     fallback: u32,
     call_ms: u32,
     breaker_state: u32,
@@ -54,6 +68,10 @@ impl Metrics {
                         ),
                     )
                 })
+                .collect(),
+            shadowed: SHADOWED
+                .iter()
+                .map(|o| (*o, define(Counter, &shadowed_name(*o))))
                 .collect(),
             fallback: define(Counter, "ankusa_fleet_fallback_total"),
             call_ms: define(Histogram, "ankusa_fleet_call_duration"),
@@ -103,6 +121,11 @@ impl Metrics {
     pub fn apply(&self, metric: Metric) {
         match metric {
             Metric::Admission(outcome) => self.admission(outcome),
+            Metric::Shadowed(outcome) => {
+                if let Some((_, id)) = self.shadowed.iter().find(|(o, _)| *o == outcome) {
+                    Self::inc(*id, 1);
+                }
+            }
             Metric::Fallback => self.fallback(),
             Metric::CallMs(ms) => self.call_ms(ms),
             Metric::BreakerState(state) => self.breaker_state(state),
@@ -175,6 +198,10 @@ mod tests {
                 Kind::RateLimit.as_str()
             ),
             "ankusa_fleet_limiter_degraded_kind=.=rate_limit;.;"
+        );
+        assert_eq!(
+            shadowed_name(Outcome::RateLimited),
+            "ankusa_admissions_total_outcome=.=rate_limited;.;_shadow=.=true;.;"
         );
     }
 }

@@ -38,6 +38,8 @@ pub struct MockHost {
     pub response: RefCell<Vec<(String, String)>>,
     pub refuse_dispatch: Cell<bool>,
     pub set_headers: RefCell<Vec<(String, Option<String>)>>,
+    /// Headers set on the upstream's response.
+    pub response_set: RefCell<Vec<(String, String)>>,
     pub replies: RefCell<Vec<LocalReply>>,
     pub calls: RefCell<Vec<StoreCall>>,
     pub settles: RefCell<Vec<Queued>>,
@@ -70,6 +72,7 @@ impl MockHost {
             response: RefCell::default(),
             refuse_dispatch: Cell::new(false),
             set_headers: RefCell::default(),
+            response_set: RefCell::default(),
             replies: RefCell::default(),
             calls: RefCell::default(),
             settles: RefCell::default(),
@@ -138,6 +141,12 @@ impl Host for Rc<MockHost> {
         self.set_headers
             .borrow_mut()
             .push((name.to_string(), value.map(str::to_string)));
+    }
+
+    fn set_response_header(&self, name: &str, value: &str) {
+        self.response_set
+            .borrow_mut()
+            .push((name.to_string(), value.to_string()));
     }
 
     fn request_body(&self, size: usize) -> Vec<u8> {

@@ -27,9 +27,12 @@ use crate::hook::degraded::fleet_kinds;
 use crate::hook::headers::RequestHeaders;
 use crate::hook::outcome::{Kind, Outcome};
 use crate::hook::plan::{self, CallFailure, HookFacts, Plan};
+use crate::hook::rate_headers::{self, Header};
 use crate::hook::reply::{self, LocalReply};
 use crate::hook::settle::{settle_op, Queued};
 use crate::node_buckets::{NodeBuckets, NodeVerdict};
+use crate::overrides::{self, Effective, Override};
+use crate::shadow::{self, Refusal};
 use crate::verify::Keys;
 use crate::wire::{Charge, Claim, HitAnswer, SettleOp};
 
@@ -74,6 +77,9 @@ pub enum Flow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
     Admission(Outcome),
+    /// A refusal computed under the tenant's shadow mode and not enforced:
+    /// the hook was forwarded (counted `shadow="true"`, not as admitted).
+    Shadowed(Outcome),
     Fallback,
     /// A store call's duration (ms).
     CallMs(u64),
@@ -95,6 +101,8 @@ pub enum Level {
 pub enum Effect {
     /// Remove (None) or set a request header.
     Header(&'static str, Option<String>),
+    /// Set a header on the upstream's response (rate-limit headers).
+    ResponseHeader(&'static str, String),
     /// Send this local reply now.
     Reply(LocalReply),
     /// POST `body` to the store's `path` with `timeout_ms`. Always a step's
@@ -145,6 +153,10 @@ pub struct Hook {
     /// reply, and a body arriving at a closed socket draws a TCP reset that
     /// destroys the answer).
     deferred: Option<LocalReply>,
+    /// Rate-limit headers for the upstream's response to a forwarded hook.
+    rate_headers: Vec<Header>,
+    /// The tenant's fleet override, as the store's answer carried it.
+    in_force: Option<Override>,
     effects: Vec<Effect>,
 }
 
@@ -165,6 +177,12 @@ impl Hook {
     /// status and hook id are worth reading).
     pub fn holds_claim(&self) -> bool {
         self.claim.is_some()
+    }
+
+    /// Whether the upstream's response headers are worth a step: to settle
+    /// a claim or to carry rate-limit headers.
+    pub fn reads_upstream(&self) -> bool {
+        self.claim.is_some() || !self.rate_headers.is_empty()
     }
 
     /// Whether a store call is in flight.
@@ -198,8 +216,28 @@ impl Hook {
         self.step(Flow::Pause)
     }
 
-    /// Adds the hook's headers and lets it through.
-    fn forward(&mut self, claim: Option<Claim>) -> Step {
+    /// The tenant's limits and shadow: the configuration's, with the fleet
+    /// override the store's answer carried where it is in force at `now_us`.
+    fn effective<S: CasStore>(&self, env: &Env<'_, S>, tenant: &str, now_us: u64) -> Effective {
+        let r = &env.config.rate_limits;
+        overrides::effective(
+            r.for_tenant(tenant),
+            r.shadow_for(tenant),
+            self.in_force.as_ref(),
+            now_us / 1_000,
+        )
+    }
+
+    /// Whether the tenant's shadow mode forwards this refusal instead of enforcing it.
+    fn shadows<S: CasStore>(&self, env: &Env<'_, S>, refusal: Refusal, now_us: u64) -> bool {
+        self.facts.as_ref().is_some_and(|facts| {
+            let setting = self.effective(env, &facts.tenant, now_us).shadow;
+            !shadow::outcome(refusal, setting).enforce
+        })
+    }
+
+    /// Adds the hook's headers and lets it through, counted as `counted`.
+    fn pass(&mut self, claim: Option<Claim>, counted: Metric) -> Step {
         if let Some(facts) = self.facts.clone() {
             self.emit(Effect::Header(HOOK_ID, Some(facts.hook_id)));
             self.emit(Effect::Header(TENANT, Some(facts.tenant)));
@@ -210,12 +248,13 @@ impl Hook {
             }
         }
         self.claim = claim;
-        self.metric(Metric::Admission(Outcome::Admitted));
+        self.metric(counted);
         self.step(Flow::Continue)
     }
 
     /// Charges the node buckets, then forwards (holding `claim`) or answers 429
-    /// (releasing `claim`: nothing will be stored under it).
+    /// (releasing `claim`: nothing will be stored under it). A denial under
+    /// the tenant's shadow mode forwards, counted as shadowed.
     fn answer_node<S: CasStore>(
         &mut self,
         env: &Env<'_, S>,
@@ -223,15 +262,52 @@ impl Hook {
         claim: Option<Claim>,
         now: u64,
     ) -> Step {
-        let verdict = match (&self.facts, charges.is_empty()) {
-            (Some(facts), false) => env.buckets().charge(&facts.tenant, now, charges),
-            _ => NodeVerdict::Admit,
+        self.answer_node_as(
+            env,
+            charges,
+            claim,
+            now,
+            Metric::Admission(Outcome::Admitted),
+        )
+    }
+
+    /// [`Hook::answer_node`], counting a forwarded hook as `counted`.
+    fn answer_node_as<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        charges: &[Charge],
+        claim: Option<Claim>,
+        now: u64,
+        counted: Metric,
+    ) -> Step {
+        let mode = env.config.rate_limits.headers;
+        let (verdict, headers) = match (&self.facts, charges.is_empty()) {
+            (Some(facts), false) => {
+                let (verdict, buckets) = env.buckets().charge_state(&facts.tenant, now, charges);
+                let limits = self.effective(env, &facts.tenant, now).limits;
+                let headers = rate_headers::node(mode, &limits, charges, &buckets, now);
+                (verdict, headers)
+            }
+            (Some(facts), true) if self.rate_headers.is_empty() => {
+                let limits = self.effective(env, &facts.tenant, now).limits;
+                (NodeVerdict::Admit, rate_headers::policy_only(mode, &limits))
+            }
+            _ => (NodeVerdict::Admit, std::mem::take(&mut self.rate_headers)),
         };
         match verdict {
-            NodeVerdict::Admit => self.forward(claim),
+            NodeVerdict::Admit => {
+                self.rate_headers = headers;
+                self.pass(claim, counted)
+            }
             NodeVerdict::Contended => {
+                self.rate_headers = headers;
                 self.metric(Metric::Contended);
-                self.forward(claim)
+                self.pass(claim, counted)
+            }
+            NodeVerdict::RateLimited { .. } if self.shadows(env, Refusal::RateLimited, now) => {
+                // Nothing was spent on a denial; the claim is ours as usual.
+                self.rate_headers = headers;
+                self.pass(claim, Metric::Shadowed(Outcome::RateLimited))
             }
             NodeVerdict::RateLimited { retry_after_us } => {
                 if let Some(claim) = claim {
@@ -240,10 +316,9 @@ impl Hook {
                         op: SettleOp::Release { claim },
                     }));
                 }
-                self.reply(
-                    Outcome::RateLimited,
-                    LocalReply::rate_limited(retry_after_us.div_ceil(1_000)),
-                )
+                let mut reply = LocalReply::rate_limited(retry_after_us.div_ceil(1_000));
+                reply.headers = headers;
+                self.reply(Outcome::RateLimited, reply)
             }
         }
     }
@@ -488,10 +563,13 @@ impl Hook {
             return self.step(Flow::Pause);
         };
         self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
-        let answer = plan::parse_answer(status, body);
+        let answer = plan::parse_reply(status, body);
         self.record(env, call.permit, answer.as_ref().err(), now);
         let answer = match answer {
-            Ok(answer) => answer,
+            Ok(reply) => {
+                self.in_force = reply.in_force;
+                reply.answer
+            }
             Err(failure) => {
                 let claim = plan::claim_after_failure(&call.plan, &failure);
                 return self.fall_back(env, &call.plan, claim, &failure.to_string(), now);
@@ -499,6 +577,32 @@ impl Hook {
         };
         for kind in fleet_kinds(env.config) {
             self.metric(Metric::Degraded(kind, false));
+        }
+        // Shadow mode forwards a refusal it would have answered. The store
+        // wrote no claim for it (a taken claim or a denied charge writes
+        // nothing), so the hook holds none: a shadowed duplicate is forwarded
+        // anyway and never settled as if the claim were its own.
+        let shadowed = match &answer {
+            HitAnswer::Ok => None,
+            HitAnswer::RateLimited { .. } => Some((Refusal::RateLimited, Outcome::RateLimited)),
+            HitAnswer::Duplicate { .. } => Some((Refusal::Duplicate, Outcome::Duplicate)),
+            HitAnswer::Pending { .. } => Some((Refusal::Duplicate, Outcome::Pending)),
+        };
+        if let (HitAnswer::RateLimited { retry_after_ms }, Some(facts)) = (&answer, &self.facts) {
+            let limits = self.effective(env, &facts.tenant, now).limits;
+            let mode = env.config.rate_limits.headers;
+            self.rate_headers = rate_headers::fleet_denied(mode, &limits, *retry_after_ms);
+        }
+        if let Some((_, outcome)) = shadowed.filter(|(r, _)| self.shadows(env, *r, now)) {
+            // A forwarded duplicate still spends the node charges it would
+            // have spent as a new hook (node rate, fleet dedupe).
+            return self.answer_node_as(
+                env,
+                &call.plan.node_after_ok,
+                None,
+                now,
+                Metric::Shadowed(outcome),
+            );
         }
         match answer {
             HitAnswer::Ok => {
@@ -511,15 +615,20 @@ impl Hook {
             HitAnswer::Pending { retry_after_ms } => {
                 self.reply(Outcome::Pending, LocalReply::pending(retry_after_ms))
             }
-            HitAnswer::RateLimited { retry_after_ms } => self.reply(
-                Outcome::RateLimited,
-                LocalReply::rate_limited(retry_after_ms),
-            ),
+            HitAnswer::RateLimited { retry_after_ms } => {
+                let mut reply = LocalReply::rate_limited(retry_after_ms);
+                reply.headers = std::mem::take(&mut self.rate_headers);
+                self.reply(Outcome::RateLimited, reply)
+            }
         }
     }
 
     /// The upstream's response headers: settles the claim once.
+    /// Adds the hook's rate-limit headers to that response.
     pub fn on_upstream_headers(&mut self, status: Option<&str>, upstream_id: Option<&str>) -> Step {
+        for (name, value) in std::mem::take(&mut self.rate_headers) {
+            self.emit(Effect::ResponseHeader(name, value));
+        }
         self.settle(status, upstream_id);
         self.step(Flow::Continue)
     }

@@ -4,6 +4,7 @@
 //! - [`headers`]: the request headers as one snapshot.
 //! - [`admit`]: the request rules (POST only, body limit, when the body is needed).
 //! - [`plan`]: what a hook costs where, and what the store's answer or failure means.
+//! - [`rate_headers`]: the rate-limit headers of an answer, from the state that decided it.
 //! - [`reply`]: the local replies.
 //! - [`settle`]: promote or release a claim; the settle queue's bound, lease, drain gating and retries.
 //! - [`degraded`]: which limiters a fall-back degrades.
@@ -15,5 +16,6 @@ pub mod headers;
 pub mod machine;
 pub mod outcome;
 pub mod plan;
+pub mod rate_headers;
 pub mod reply;
 pub mod settle;

@@ -9,7 +9,7 @@
 
 use crate::config::{Config, Scope};
 use crate::gcra::ChargeError;
-use crate::wire::{Charge, ChargeKind, Claim, HitAnswer, HitRequest};
+use crate::wire::{Charge, ChargeKind, Claim, HitAnswer, HitReply, HitRequest};
 
 /// One routed hook, as far as admission cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,6 +173,11 @@ pub fn claim_after_failure(plan: &Plan, failure: &CallFailure) -> Option<Claim> 
 
 /// The store's answer from the callout's `:status` and body.
 pub fn parse_answer(status: Option<&str>, body: Option<&[u8]>) -> Result<HitAnswer, CallFailure> {
+    parse_reply(status, body).map(|r| r.answer)
+}
+
+/// [`parse_answer`] with the tenant's override in force, when the store sent it.
+pub fn parse_reply(status: Option<&str>, body: Option<&[u8]>) -> Result<HitReply, CallFailure> {
     match status {
         None => Err(CallFailure::NoStatus),
         Some("200") => {

@@ -13,6 +13,8 @@ pub struct LocalReply {
     pub status: u32,
     pub body: String,
     pub retry_after: Option<u64>,
+    /// Rate-limit headers (`ratelimit-policy`, `ratelimit`, legacy `x-ratelimit-*`).
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl LocalReply {
@@ -21,6 +23,7 @@ impl LocalReply {
             status,
             body: body.to_string(),
             retry_after: None,
+            headers: Vec::new(),
         }
     }
 
@@ -75,6 +78,7 @@ pub fn unverified(refusal: Refusal) -> LocalReply {
         status: 401,
         body: serde_json::json!({"error": refusal.as_str()}).to_string(),
         retry_after: None,
+        headers: Vec::new(),
     }
 }
 
@@ -84,6 +88,7 @@ pub fn not_configured() -> LocalReply {
         status: 503,
         body: r#"{"error":"not_configured"}"#.into(),
         retry_after: Some(1),
+        headers: Vec::new(),
     }
 }
 

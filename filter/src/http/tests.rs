@@ -366,3 +366,64 @@ fn an_unconfigured_filter_answers_503_and_forwards_nothing() {
     assert_eq!(replies.len(), 1);
     assert_eq!((replies[0].status, replies[0].retry_after), (503, Some(1)));
 }
+
+#[test]
+fn a_shadowed_duplicate_is_forwarded_counted_shadowed_and_settles_nothing() {
+    let config = FLEET.replace(r#""burst":20}"#, r#""burst":20,"shadow":{"dedupe":true}}"#);
+    let (host, mut hook) = start(&config);
+    post(&host, "{}");
+    hook.on_http_request_headers(5, false);
+    store_answers(
+        &mut hook,
+        &host,
+        Some("200"),
+        r#"{"result":"duplicate","hook_id":"h-1"}"#,
+    );
+    assert_eq!(host.resumed.get(), 1, "forwarded anyway");
+    assert!(host.replies.borrow().is_empty());
+    assert!(host
+        .metrics
+        .borrow()
+        .contains(&Metric::Shadowed(Outcome::Duplicate)));
+    assert!(admissions(&host).is_empty(), "counted once, as shadowed");
+    assert!(matches!(
+        hook.on_http_request_body(2, true),
+        Action::Continue
+    ));
+    host.respond(&[(":status", "201"), ("x-ankusa-hook-id", "h-1")]);
+    hook.on_http_response_headers(2, false);
+    hook.on_log();
+    assert!(
+        settled(&host).is_empty(),
+        "the original's claim is not ours"
+    );
+}
+
+#[test]
+fn a_fleet_admit_carries_the_policy_and_a_fleet_429_the_denial() {
+    let (host, mut hook) = fleet_hook(Some("200"), r#"{"result":"ok"}"#);
+    hook.on_http_request_body(2, true);
+    host.respond(&[(":status", "201")]);
+    hook.on_http_response_headers(2, false);
+    assert_eq!(
+        *host.response_set.borrow(),
+        [(
+            "ratelimit-policy".to_string(),
+            "\"hooks\";q=20;w=2".to_string()
+        )]
+    );
+    let (host, mut hook) = fleet_hook(
+        Some("200"),
+        r#"{"result":"rate_limited","retry_after_ms":1500}"#,
+    );
+    hook.on_http_request_body(2, true);
+    let reply = host.replies.borrow()[0].clone();
+    assert_eq!((reply.status, reply.retry_after), (429, Some(2)));
+    assert_eq!(
+        reply.headers,
+        [
+            ("ratelimit-policy", "\"hooks\";q=20;w=2".to_string()),
+            ("ratelimit", "\"hooks\";r=0;t=2".to_string()),
+        ]
+    );
+}

@@ -194,3 +194,171 @@ fn our_headers_are_stripped_from_the_senders_request() {
     let step = w.headers(&mut hook, &pairs, true);
     assert_eq!(step.effects[0], Effect::Header(EVENT_KEY, None));
 }
+
+/// `fleet(..)` with the default tenant's `shadow` set to `shadow`.
+fn shadowed(rate_scope: &str, shadow: &str) -> String {
+    fleet(rate_scope).replace(
+        r#""burst":1}"#,
+        &format!(r#""burst":1,"shadow":{shadow}}}"#),
+    )
+}
+
+fn counted(step: &Step) -> Vec<Metric> {
+    step.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Metric(m @ (Metric::Admission(_) | Metric::Shadowed(_))) => Some(*m),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn shadow_forwards_a_node_rate_limit_and_counts_it_shadowed() {
+    let w = World::new(&shadowed("node", "true"), &[]);
+    let mut steps = Vec::new();
+    for _ in 0..2 {
+        let mut hook = Hook::new();
+        w.headers(&mut hook, &POST, true);
+        let step = hook.on_store_answer(&w.env(), Some("200"), Some(br#"{"result":"ok"}"#), NOW);
+        assert!(hook.holds_claim(), "the claim is the hook's own");
+        steps.push(step);
+    }
+    assert_eq!(steps[1].flow, Flow::Continue);
+    assert!(replies(&steps[1]).is_empty());
+    assert!(
+        settles(&steps[1]).is_empty(),
+        "the claim is kept, not released"
+    );
+    assert_eq!(counted(&steps[0]), [Metric::Admission(Outcome::Admitted)]);
+    assert_eq!(counted(&steps[1]), [Metric::Shadowed(Outcome::RateLimited)]);
+}
+
+#[test]
+fn shadow_forwards_a_fleet_rate_limit_without_a_claim() {
+    let w = World::new(&shadowed("fleet", "true"), &[]);
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, true);
+    let answer = br#"{"result":"rate_limited","retry_after_ms":10}"#;
+    let step = hook.on_store_answer(&w.env(), Some("200"), Some(answer), NOW);
+    assert_eq!((step.flow, replies(&step)), (Flow::Continue, vec![]));
+    assert_eq!(counted(&step), [Metric::Shadowed(Outcome::RateLimited)]);
+    assert!(step
+        .effects
+        .contains(&Effect::Header(EVENT_KEY, Some(DELIVERY.into()))));
+    assert!(!hook.holds_claim(), "the store wrote no claim for a denial");
+}
+
+#[test]
+fn shadow_true_keeps_dedupe_enforced() {
+    let w = World::new(&shadowed("fleet", "true"), &[]);
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, true);
+    let answer = br#"{"result":"duplicate","hook_id":"h1"}"#;
+    let step = hook.on_store_answer(&w.env(), Some("200"), Some(answer), NOW);
+    assert_eq!(replies(&step), [201]);
+    assert_eq!(counted(&step), [Metric::Admission(Outcome::Duplicate)]);
+}
+
+#[test]
+fn a_shadowed_duplicate_is_forwarded_and_never_settled_as_ours() {
+    let w = World::new(&shadowed("fleet", r#"{"dedupe":true}"#), &[]);
+    for answer in [
+        &br#"{"result":"duplicate","hook_id":"h1"}"#[..],
+        br#"{"result":"pending","retry_after_ms":5}"#,
+    ] {
+        let mut hook = Hook::new();
+        w.headers(&mut hook, &POST, true);
+        let step = hook.on_store_answer(&w.env(), Some("200"), Some(answer), NOW);
+        assert_eq!((step.flow, replies(&step)), (Flow::Continue, vec![]));
+        assert!(matches!(counted(&step)[..], [Metric::Shadowed(_)]));
+        assert!(!hook.holds_claim());
+        assert!(settles(&hook.on_upstream_headers(Some("201"), None)).is_empty());
+    }
+    // Rate limits stay enforced under a dedupe-only shadow.
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, true);
+    let answer = br#"{"result":"rate_limited","retry_after_ms":10}"#;
+    let step = hook.on_store_answer(&w.env(), Some("200"), Some(answer), NOW);
+    assert_eq!(replies(&step), [429]);
+}
+
+fn response_headers(step: &Step) -> Vec<(&'static str, String)> {
+    step.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::ResponseHeader(k, v) => Some((*k, v.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn node_answers_carry_the_standing_of_the_bucket_they_charged() {
+    let config = r#"{"sources":{"gh":{"tenant":"acme"}},
+        "rate_limits":{"headers":"both","default":{"rate":1,"burst":2}}}"#;
+    let w = World::new(config, &[]);
+    let mut first = Hook::new();
+    w.headers(&mut first, &POST, true);
+    assert!(first.reads_upstream());
+    let step = first.on_upstream_headers(Some("201"), None);
+    let h = response_headers(&step);
+    assert!(
+        h.contains(&("ratelimit-policy", "\"hooks\";q=2;w=2".into())),
+        "{h:?}"
+    );
+    assert!(
+        h.contains(&("ratelimit", "\"hooks\";r=1;t=1".into())),
+        "{h:?}"
+    );
+    assert!(h.contains(&("x-ratelimit-remaining", "1".into())), "{h:?}");
+    let mut second = Hook::new();
+    w.headers(&mut second, &POST, true);
+    let h = response_headers(&second.on_upstream_headers(Some("201"), None));
+    assert!(
+        h.contains(&("ratelimit", "\"hooks\";r=0;t=2".into())),
+        "{h:?}"
+    );
+    let mut third = Hook::new();
+    let step = w.headers(&mut third, &POST, true);
+    let Some(Effect::Reply(reply)) = step.effects.iter().find(|e| matches!(e, Effect::Reply(_)))
+    else {
+        panic!("{:?}", step.effects)
+    };
+    assert_eq!((reply.status, reply.retry_after), (429, Some(1)));
+    assert!(reply
+        .headers
+        .contains(&("ratelimit", "\"hooks\";r=0;t=2".into())));
+}
+
+#[test]
+fn the_override_a_fleet_answer_carries_sets_that_hooks_shadow_and_policy() {
+    let w = World::new(&fleet("fleet"), &[]);
+    let expires = NOW / 1_000 + 60_000;
+    let answer = format!(
+        r#"{{"result":"rate_limited","retry_after_ms":1000,
+            "override":{{"tenant":"acme","rate":1,"burst":5,"shadow":true,
+                         "expires_at_ms":{expires},"version":3}}}}"#
+    );
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, true);
+    let step = hook.on_store_answer(&w.env(), Some("200"), Some(answer.as_bytes()), NOW);
+    assert_eq!((step.flow, replies(&step)), (Flow::Continue, vec![]));
+    assert_eq!(counted(&step), [Metric::Shadowed(Outcome::RateLimited)]);
+    let h = response_headers(&hook.on_upstream_headers(Some("201"), None));
+    assert!(
+        h.contains(&("ratelimit-policy", "\"hooks\";q=5;w=5".into())),
+        "{h:?}"
+    );
+    assert!(
+        h.contains(&("ratelimit", "\"hooks\";r=0;t=1".into())),
+        "{h:?}"
+    );
+
+    // Expired: the configuration's (burst 1, no shadow) again.
+    let expired = answer.replace(&expires.to_string(), &(NOW / 1_000 - 1).to_string());
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, true);
+    let step = hook.on_store_answer(&w.env(), Some("200"), Some(expired.as_bytes()), NOW);
+    assert_eq!(replies(&step), [429]);
+}

@@ -1,0 +1,92 @@
+//! RateLimit headers through Envoy: a node-scope answer carries the standing
+//! of the bucket its charge left (a forwarded hook on the upstream's answer,
+//! a 429 beside `Retry-After`); a fleet 429 carries the store's wait, a fleet
+//! admit the policy.
+
+mod edge_support;
+
+use ankusa_testkit::intake::Intake;
+use ankusa_testkit::ports::free_port;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use edge_support::*;
+use serde_json::json;
+
+const BURST: u64 = 3;
+
+#[test]
+fn node_answers_carry_the_exact_standing_and_a_429_has_none_left() {
+    let intake = Intake::start();
+    let mut config = node_config(BURST);
+    config["rate_limits"]["headers"] = json!("both");
+    let edge = edge("edge-rlh", intake.port, free_port(), config);
+
+    let first = deliver(&edge, "/webhooks/gh", &format!("h-0-{}", free_port()));
+    assert_eq!(first.status, 201, "{}", edge.log_tail());
+    assert_eq!(
+        first.header("ratelimit-policy"),
+        Some("\"hooks\";q=3;w=3"),
+        "{:?}",
+        first.headers
+    );
+    // An empty bucket charged once: level 1 of 3, full again in 1 s.
+    assert_eq!(first.header("ratelimit"), Some("\"hooks\";r=2;t=1"));
+    assert_eq!(first.header("x-ratelimit-limit"), Some("3"));
+    assert_eq!(first.header("x-ratelimit-remaining"), Some("2"));
+    assert_eq!(first.header("x-ratelimit-reset"), Some("1"));
+
+    let mut remaining = vec![2];
+    let refused = loop {
+        let r = deliver(&edge, "/webhooks/gh", &format!("h-{}", free_port()));
+        if r.status == 429 {
+            break r;
+        }
+        assert_eq!(r.status, 201, "{}", r.text());
+        let left = r
+            .header("x-ratelimit-remaining")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("{:?}", r.headers));
+        remaining.push(left);
+        assert!(remaining.len() < 20, "no 429: {remaining:?}");
+    };
+    assert_eq!(
+        remaining.last(),
+        Some(&0),
+        "admitted down to 0: {remaining:?}"
+    );
+    assert!(refused.header("retry-after").is_some());
+    assert_eq!(refused.header("x-ratelimit-remaining"), Some("0"));
+    let state = refused.header("ratelimit").unwrap_or_default().to_string();
+    assert!(state.starts_with("\"hooks\";r=0;t="), "{state}");
+}
+
+#[test]
+fn a_fleet_429_carries_the_stores_wait_and_a_fleet_admit_the_policy() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let edge = edge("edge-rlf", intake.port, store.port, fleet_config(1, 200));
+
+    let admitted = deliver(&edge, "/webhooks/gh", &format!("f-0-{}", free_port()));
+    assert_eq!(admitted.status, 201, "{}", edge.log_tail());
+    assert_eq!(
+        admitted.header("ratelimit-policy"),
+        Some("\"hooks\";q=1;w=1")
+    );
+    assert_eq!(
+        admitted.header("ratelimit"),
+        None,
+        "no bucket state in the answer"
+    );
+
+    let refused = deliver(&edge, "/webhooks/gh", &format!("f-1-{}", free_port()));
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    let retry: u64 = refused
+        .header("retry-after")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{:?}", refused.headers));
+    assert_eq!(
+        refused.header("ratelimit"),
+        Some(format!("\"hooks\";r=0;t={retry}").as_str())
+    );
+}
