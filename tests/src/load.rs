@@ -104,12 +104,7 @@ impl Report {
 
     /// The `p`-quantile (0..=1) of ok latencies, in ms; 0 with no ok answer.
     pub fn percentile_ms(&self, p: f64) -> f64 {
-        let n = self.latencies_us.len();
-        if n == 0 {
-            return 0.0;
-        }
-        let i = ((n as f64 * p).ceil() as usize).clamp(1, n) - 1;
-        f64::from(self.latencies_us[i]) / 1000.0
+        percentile_ms(&self.latencies_us, p)
     }
 
     /// One `key=value` line; `rps=` comes first (scripts read it).
@@ -312,6 +307,17 @@ async fn client(plan: Arc<Plan>, deadline: Instant) -> Result<Report, String> {
         }
     }
     Ok(tally)
+}
+
+/// The `p`-quantile (0..=1) of `sorted_us` (latencies in µs, ascending), in
+/// ms; 0 when there are none.
+pub fn percentile_ms(sorted_us: &[u32], p: f64) -> f64 {
+    let n = sorted_us.len();
+    if n == 0 {
+        return 0.0;
+    }
+    let i = ((n as f64 * p).ceil() as usize).clamp(1, n) - 1;
+    f64::from(sorted_us[i]) / 1000.0
 }
 
 #[cfg(test)]

@@ -5,29 +5,12 @@
 
 mod edge_support;
 
-use ankusa_testkit::http::{request, Response};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
-use ankusa_testkit::token::run_token;
 use edge_support::*;
 use std::time::Duration;
-
-fn call(store: &Store, method: &str, path: &str, body: &str) -> Response {
-    let bearer = format!("Bearer {}", run_token());
-    request(
-        method,
-        &store.url_of(path),
-        &[
-            ("authorization", bearer.as_str()),
-            ("content-type", "application/json"),
-        ],
-        body.as_bytes(),
-        Duration::from_secs(10),
-    )
-    .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
-}
 
 fn shadowed_429s(edge: &ankusa_testkit::envoy::Edge) -> f64 {
     metric_sum(
@@ -46,7 +29,7 @@ fn an_overrides_shadow_forwards_fleet_denials_and_its_deletion_enforces_again() 
     // The configuration: acme 1 hook/s, burst 1, fleet scope, no shadow.
     let edge = edge("edge-os", intake.port, store.port, fleet_config(1, 200));
 
-    let set = call(
+    let set = store_call(
         &store,
         "PUT",
         "/v1/overrides/acme",
@@ -76,7 +59,7 @@ fn an_overrides_shadow_forwards_fleet_denials_and_its_deletion_enforces_again() 
         0.0
     );
 
-    let gone = call(&store, "DELETE", "/v1/overrides/acme", "");
+    let gone = store_call(&store, "DELETE", "/v1/overrides/acme", "");
     assert_eq!(gone.status, 200, "{}", gone.text());
     let mut after = Vec::new();
     for i in 0..4 {

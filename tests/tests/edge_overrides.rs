@@ -5,28 +5,11 @@
 mod edge_support;
 
 use ankusa_testkit::envoy::Edge;
-use ankusa_testkit::http::{request, Response};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
-use ankusa_testkit::token::run_token;
 use edge_support::*;
 use std::time::{Duration, Instant};
-
-fn call(store: &Store, method: &str, path: &str, body: &str) -> Response {
-    let bearer = format!("Bearer {}", run_token());
-    request(
-        method,
-        &store.url_of(path),
-        &[
-            ("authorization", bearer.as_str()),
-            ("content-type", "application/json"),
-        ],
-        body.as_bytes(),
-        Duration::from_secs(10),
-    )
-    .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
-}
 
 /// Delivers `count` distinct hooks alternately to the edges; the statuses.
 fn send(edges: [&Edge; 2], tag: &str, count: usize) -> Vec<u16> {
@@ -50,7 +33,7 @@ fn a_lowered_limit_holds_across_two_edges_from_the_next_hook() {
 
     // Lowered to a burst of 25 fleet-wide: 20 are spent, so at most 5 more
     // (plus 1 a second of refill) pass, whichever edge they reach.
-    let set = call(
+    let set = store_call(
         &store,
         "PUT",
         "/v1/overrides/acme",
@@ -75,7 +58,7 @@ fn a_lowered_limit_holds_across_two_edges_from_the_next_hook() {
     }
 
     // Deleted: the configuration's burst of 1000 admits again.
-    let gone = call(&store, "DELETE", "/v1/overrides/acme", "");
+    let gone = store_call(&store, "DELETE", "/v1/overrides/acme", "");
     assert_eq!(gone.status, 200, "{}", gone.text());
     let back = send([&a, &b], "back", 10);
     assert!(back.iter().all(|s| *s == 201), "{back:?}");

@@ -277,3 +277,24 @@ pub fn metric_sum(url: &str, name: &str, label: &str) -> f64 {
 pub fn claim_key(delivery: &str) -> String {
     format!("ankusa:{{acme}}:claim:gh:{delivery}")
 }
+
+/// `method` on the store's `path` with the run's bearer token, as an edge sends it.
+pub fn store_call(
+    store: &ankusa_testkit::store::Store,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Response {
+    let bearer = format!("Bearer {}", ankusa_testkit::token::run_token());
+    http::request(
+        method,
+        &store.url_of(path),
+        &[
+            ("authorization", bearer.as_str()),
+            ("content-type", "application/json"),
+        ],
+        body.as_bytes(),
+        Duration::from_secs(10),
+    )
+    .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}

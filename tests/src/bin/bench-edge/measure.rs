@@ -249,12 +249,7 @@ impl Tally {
     }
 
     pub fn percentile_ms(&self, p: f64) -> f64 {
-        let n = self.latencies_us.len();
-        if n == 0 {
-            return 0.0;
-        }
-        let i = ((n as f64 * p).ceil() as usize).clamp(1, n) - 1;
-        f64::from(self.latencies_us[i]) / 1000.0
+        ankusa_tests::load::percentile_ms(&self.latencies_us, p)
     }
 
     /// Envoy CPU µs per 2xx answer over every round; `None` without one.
