@@ -7,7 +7,9 @@
 //! callout per hook (the store's `/healthz`), then the Ankusa filter on
 //! (b) node scopes, (d) node scopes verifying GitHub signatures, (c) fleet
 //! scopes (one `/v1/hit` per hook to a release ankusa-store on a real Redis)
-//! and (o) fleet scopes with the store unreachable and the breaker open.
+//! and (o) fleet scopes with the store unreachable and the breaker open;
+//! with `--baseline-wasm`, (B) and (C) run another build of the filter on
+//! (b)'s and (c)'s configurations, for a before/after in the same run.
 //! Quotas are high enough that nothing is refused.
 //!
 //! Every Envoy runs with one worker pinned to one core (`taskset`), and
@@ -69,7 +71,7 @@ pub struct Args {
     concurrency: u32,
     #[arg(long, value_enum, default_value_t = Mode::Both)]
     mode: Mode,
-    /// The variants to run, by key (`alnfbdco` is all of them).
+    /// The variants to run, by key (`alnfbdco`; `B` and `C` need `--baseline-wasm`).
     #[arg(long, default_value = "alnfbdco")]
     only: String,
     /// The core every Envoy is pinned to.
@@ -81,6 +83,10 @@ pub struct Args {
     /// Pin nothing (a machine with one core, or a comparison with the old figures).
     #[arg(long)]
     no_pin: bool,
+    /// Another build of the filter (e.g. an older commit's), run by variants
+    /// (B) and (C) beside this tree's (b) and (c) for a paired before/after.
+    #[arg(long)]
+    baseline_wasm: Option<std::path::PathBuf>,
 }
 
 fn main() {
@@ -237,6 +243,11 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
     }
     floors::wasm(floors::NOOP)?;
     floors::wasm(floors::CALLOUT)?;
+    if let Some(wasm) = &args.baseline_wasm {
+        if !wasm.is_file() {
+            return Err(format!("--baseline-wasm {}: no such file", wasm.display()));
+        }
+    }
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = !args.no_pin && cores >= 2;
@@ -265,7 +276,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
             serde_json::Value::Null,
         );
         spec.concurrency = args.concurrency;
-        let mut edge = variants::spawn(v, spec)?;
+        let mut edge = variants::spawn(v, spec, args.baseline_wasm.as_deref())?;
         edge.wait_ready(Duration::from_secs(90));
         if pinned {
             pin(edge.proc.pid(), args.envoy_cpu)?;
@@ -357,10 +368,15 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
             let mut s1 = shared().since(s0);
             // The load generator serves every Envoy at once: no variant owns the others' CPU.
             s1.others_cpu = 0.0;
+            // Several variants calling the store share its counts in proportion to their hooks.
+            let store_hooks: u64 = (0..chosen.len())
+                .filter(|&i| chosen[i].hits_store())
+                .map(|i| reports[i].ok)
+                .sum();
             for (i, t) in tallies.iter_mut().enumerate() {
                 t.add(&reports[i], before[i], after[i]);
-                if chosen[i].hits_store() {
-                    t.add_shared(s1);
+                if chosen[i].hits_store() && store_hooks > 0 {
+                    t.add_shared(s1.scaled(reports[i].ok as f64 / store_hooks as f64));
                 }
             }
         }
