@@ -29,9 +29,9 @@ use ankusa_testkit::paths;
 use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
-use ankusa_tests::fleet::stop_children;
+use ankusa_tests::fleet::stop_children_on_exit;
 use ankusa_tests::floors;
-use ankusa_tests::load::{self, LoadSpec, Report};
+use ankusa_tests::load::{self, LoadSpec};
 use clap::{Parser, ValueEnum};
 use std::time::Duration;
 
@@ -93,14 +93,7 @@ fn main() {
     let args = Args::parse();
     // Read by testkit::paths::workspace_bin: the store and intake as released.
     std::env::set_var("ANKUSA_PROFILE", "release");
-    // A release build aborts on panic without running destructors: stop the
-    // children from the hook, which runs either way.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        default_hook(info);
-        stop_children(Duration::from_secs(5));
-    }));
-    if let Err(e) = watch_signals() {
+    if let Err(e) = stop_children_on_exit("bench-edge") {
         eprintln!("bench-edge: {e}");
         std::process::exit(1);
     }
@@ -116,36 +109,6 @@ fn main() {
             std::process::exit(1);
         }
     }
-}
-
-/// On SIGTERM or SIGINT (a timeout, a ^C), stops every child and exits 130.
-/// Installed before any child starts.
-fn watch_signals() -> Result<(), String> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the signal runtime: {e}"))?;
-    let (mut term, mut int) = runtime
-        .block_on(async {
-            Ok::<_, std::io::Error>((
-                signal(SignalKind::terminate())?,
-                signal(SignalKind::interrupt())?,
-            ))
-        })
-        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    std::thread::spawn(move || {
-        runtime.block_on(async {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        });
-        eprintln!("bench-edge: stopping (signal)");
-        stop_children(Duration::from_secs(5));
-        std::process::exit(130);
-    });
-    Ok(())
 }
 
 fn seconds(flag: &str, v: f64) -> Result<Duration, String> {
@@ -200,26 +163,9 @@ fn load_spec(
         duration,
         expect_body: None,
         timeout: Duration::from_secs(10),
+        rate: None,
+        max_requests: None,
     }
-}
-
-/// Runs every spec at once on one runtime; the reports in the same order.
-fn load_all(specs: Vec<LoadSpec>) -> Result<Vec<Report>, String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(async {
-        let tasks: Vec<_> = specs
-            .into_iter()
-            .map(|s| tokio::spawn(async move { load::drive(&s).await }))
-            .collect();
-        let mut out = Vec::new();
-        for t in tasks {
-            out.push(t.await.map_err(|e| format!("a load failed: {e}"))??);
-        }
-        Ok(out)
-    })
 }
 
 fn run(args: &Args) -> Result<Vec<String>, String> {
@@ -363,7 +309,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
                 .collect();
             let before: Vec<Snapshot> = edges.iter().map(|e| Snapshot::before(e, tick)).collect();
             let s0 = shared();
-            let reports = load_all(specs)?;
+            let reports = load::run_all(specs)?;
             let after: Vec<Snapshot> = edges.iter().map(|e| Snapshot::after(e, tick)).collect();
             let mut s1 = shared().since(s0);
             // The load generator serves every Envoy at once: no variant owns the others' CPU.
