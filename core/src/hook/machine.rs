@@ -155,8 +155,11 @@ pub struct Hook {
     deferred: Option<LocalReply>,
     /// Rate-limit headers for the upstream's response to a forwarded hook.
     rate_headers: Vec<Header>,
-    /// The tenant's fleet override, as the store's answer carried it.
+    /// The tenant's fleet override, as the store's answer carried it (or,
+    /// for a node-local charge, as the node's polled list holds it).
     in_force: Option<Override>,
+    /// The store answered this hook: its word on the override stands.
+    answered: bool,
     effects: Vec<Effect>,
 }
 
@@ -280,6 +283,7 @@ impl Hook {
         now: u64,
         counted: Metric,
     ) -> Step {
+        let charges = &self.node_charges(env, charges, now);
         let mode = env.config.rate_limits.headers;
         let (verdict, headers) = match (&self.facts, charges.is_empty()) {
             (Some(facts), false) => {
@@ -568,6 +572,7 @@ impl Hook {
         let answer = match answer {
             Ok(reply) => {
                 self.in_force = reply.in_force;
+                self.answered = true;
                 reply.answer
             }
             Err(failure) => {
@@ -647,6 +652,8 @@ impl Hook {
         }
     }
 }
+
+mod node_override;
 
 #[cfg(test)]
 mod tests;
