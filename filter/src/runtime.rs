@@ -126,23 +126,40 @@ pub fn call_store(
     body: &[u8],
     timeout_ms: u64,
 ) -> Result<u32, Status> {
+    dispatch(fleet, "POST", path, Some(body), timeout_ms)
+}
+
+/// GETs the store's `path` (the override list), as [`call_store`] posts.
+pub fn get_store(fleet: &FleetConfig, path: &str, timeout_ms: u64) -> Result<u32, Status> {
+    dispatch(fleet, "GET", path, None, timeout_ms)
+}
+
+fn dispatch(
+    fleet: &FleetConfig,
+    method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+    timeout_ms: u64,
+) -> Result<u32, Status> {
     let budget = timeout_ms.to_string();
     AUTHORIZATION.with(|authorization| {
         let authorization = authorization.borrow();
         let mut headers = vec![
-            (":method", "POST"),
+            (":method", method),
             (":path", path),
             (":authority", fleet.authority.as_str()),
-            ("content-type", "application/json"),
             (wire::BUDGET_HEADER, budget.as_str()),
         ];
+        if body.is_some() {
+            headers.push(("content-type", "application/json"));
+        }
         if let Some(value) = authorization.as_deref() {
             headers.push(("authorization", value));
         }
         hostcalls::dispatch_http_call(
             &fleet.cluster,
             headers,
-            Some(body),
+            body,
             vec![],
             Duration::from_millis(timeout_ms),
         )
