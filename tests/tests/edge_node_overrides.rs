@@ -197,3 +197,42 @@ fn a_fleet_edge_whose_store_is_down_answers_under_the_last_known_override() {
         "every hook was answered node-local"
     );
 }
+
+#[test]
+fn an_edge_without_a_store_polls_nothing() {
+    let f = fleet(1, node_config(1000));
+    std::thread::sleep(PICKED_UP + Duration::from_millis(500));
+    let lists = f
+        .store()
+        .metric(r#"ankusa_store_requests_total{endpoint="overrides",result="ok"}"#);
+    assert_eq!(lists, 0.0, "no fleet section: no store to poll");
+    let e = &f.edges[0];
+    assert_eq!(e.stat(r#"ankusa_overrides_polls_total{result="ok"}"#), 0.0);
+    assert_eq!(
+        e.stat(r#"ankusa_overrides_polls_total{result="failed"}"#),
+        0.0
+    );
+}
+
+#[test]
+fn an_unreadable_list_answer_is_counted_and_the_edge_answers_from_its_config() {
+    let garbage = FakeStore::start(Fault::Garbage);
+    let intake = Intake::start();
+    let e = edge("edge-g", intake.port, garbage.port, node_with_store());
+    assert!(
+        eventually(PICKED_UP * 2, || e
+            .stat(r#"ankusa_overrides_polls_total{result="failed"}"#)
+            >= 2.0),
+        "{}",
+        e.log_tail()
+    );
+    assert!(
+        e.log()
+            .contains("override list poll failed, the last good list stays until stale"),
+        "{}",
+        e.log_tail()
+    );
+    let (ok, _) = admitted(&e, "g", 10);
+    assert_eq!(ok, 10, "the configuration's burst of 1000");
+    assert_eq!(e.stat(r#"ankusa_overrides_polls_total{result="ok"}"#), 0.0);
+}
