@@ -283,7 +283,11 @@ impl Hook {
         now: u64,
         counted: Metric,
     ) -> Step {
-        let charges = &self.node_charges(env, charges, now);
+        let charges = match self.node_charges(env, charges, now) {
+            Ok(charges) => charges,
+            Err(e) => return self.too_large_now(claim, e),
+        };
+        let charges = &charges;
         let mode = env.config.rate_limits.headers;
         let (verdict, headers) = match (&self.facts, charges.is_empty()) {
             (Some(facts), false) => {

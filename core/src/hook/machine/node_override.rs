@@ -8,28 +8,53 @@
 //! has been unreachable too long. Either way the node charges are re-quoted
 //! to the effective limits before they are charged.
 
-use super::{Env, Hook};
+use super::{Effect, Env, Hook, Step};
 use crate::cas::CasStore;
+use crate::hook::outcome::Outcome;
+use crate::hook::plan::TooLarge;
+use crate::hook::reply::LocalReply;
+use crate::hook::settle::Queued;
 use crate::overrides::{self, node_list};
-use crate::wire::Charge;
+use crate::wire::{Charge, Claim, SettleOp};
 
 impl Hook {
     /// `charges` re-quoted to the tenant's limits in force at `now` (µs),
     /// learning the override from the node's list when no store answered.
+    /// A charge over its burst as re-quoted (a body over a lowered
+    /// `bytes_burst`) could never pass: it is too large.
     pub(super) fn node_charges<S: CasStore>(
         &mut self,
         env: &Env<'_, S>,
         charges: &[Charge],
         now: u64,
-    ) -> Vec<Charge> {
+    ) -> Result<Vec<Charge>, TooLarge> {
         let Some(facts) = &self.facts else {
-            return charges.to_vec();
+            return Ok(charges.to_vec());
         };
         if !self.answered {
             self.in_force = node_list::lookup(env.store, &facts.tenant, now / 1_000);
         }
         let limits = self.effective(env, &facts.tenant, now).limits;
-        overrides::requota(charges, &limits)
+        let charges = overrides::requota(charges, &limits);
+        match charges.iter().find(|c| c.units > c.burst) {
+            Some(c) => Err(TooLarge {
+                size: c.units,
+                limit: c.burst,
+            }),
+            None => Ok(charges),
+        }
+    }
+
+    /// Answers 413 for a charge no override in force lets pass, releasing
+    /// `claim` (nothing will be stored under it).
+    pub(super) fn too_large_now(&mut self, claim: Option<Claim>, e: TooLarge) -> Step {
+        if let Some(claim) = claim {
+            self.emit(Effect::Settle(Queued {
+                retries: 0,
+                op: SettleOp::Release { claim },
+            }));
+        }
+        self.reply(Outcome::TooLarge, LocalReply::too_large(e.size, e.limit))
     }
 }
 

@@ -182,3 +182,47 @@ fn the_stores_answer_outranks_the_nodes_list() {
         .count();
     assert_eq!(forwarded, 10);
 }
+
+#[test]
+fn a_body_over_an_overrides_bytes_burst_is_too_large_on_the_node() {
+    let config = r#"{"sources":{"gh":{"tenant":"acme"}},
+        "rate_limits":{"default":{"rate":1,"burst":100,"bytes_rate":1000,"bytes_burst":1000}}}"#;
+    let w = World {
+        config: Config::parse(config.as_bytes()).unwrap(),
+        ..World::new("node")
+    };
+    w.polled(
+        r#"[{"tenant":"acme","bytes_rate":1,"bytes_burst":4,"version":1}]"#,
+        NOW,
+    );
+    let pairs = [
+        (":path", "/webhooks/gh"),
+        (":method", "POST"),
+        ("content-length", "10"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+    .collect();
+    let mut hook = Hook::new();
+    let step = hook.on_headers(
+        &w.env(),
+        RequestHeaders::from_pairs(pairs),
+        false,
+        || NOW,
+        |_| [1; 10],
+    );
+    assert_eq!(step.flow, Flow::Pause, "the body is awaited");
+    let step = hook.on_body(&w.env(), 10, true, || b"0123456789".to_vec(), || NOW);
+    let statuses: Vec<u32> = step
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Reply(r) => Some(r.status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, [413], "{:?}", step.effects);
+    assert!(step
+        .effects
+        .contains(&Effect::Metric(Metric::Admission(Outcome::TooLarge))));
+}
