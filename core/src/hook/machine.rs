@@ -231,6 +231,21 @@ impl Hook {
         )
     }
 
+    /// `reply` with the tenant's policy headers: a duplicate or pending
+    /// answer charged nothing, so it has no standing to describe.
+    fn with_policy<S: CasStore>(
+        &self,
+        env: &Env<'_, S>,
+        mut reply: LocalReply,
+        now: u64,
+    ) -> LocalReply {
+        if let Some(facts) = &self.facts {
+            let limits = self.effective(env, &facts.tenant, now).limits;
+            reply.headers = rate_headers::policy_only(env.config.rate_limits.headers, &limits);
+        }
+        reply
+    }
+
     /// Whether the tenant's shadow mode forwards this refusal instead of enforcing it.
     fn shadows<S: CasStore>(&self, env: &Env<'_, S>, refusal: Refusal, now_us: u64) -> bool {
         self.facts.as_ref().is_some_and(|facts| {
@@ -619,10 +634,12 @@ impl Hook {
                 self.answer_node(env, &call.plan.node_after_ok, claim, now)
             }
             HitAnswer::Duplicate { hook_id } => {
-                self.reply(Outcome::Duplicate, LocalReply::duplicate(&hook_id))
+                let reply = self.with_policy(env, LocalReply::duplicate(&hook_id), now);
+                self.reply(Outcome::Duplicate, reply)
             }
             HitAnswer::Pending { retry_after_ms } => {
-                self.reply(Outcome::Pending, LocalReply::pending(retry_after_ms))
+                let reply = self.with_policy(env, LocalReply::pending(retry_after_ms), now);
+                self.reply(Outcome::Pending, reply)
             }
             HitAnswer::RateLimited { retry_after_ms } => {
                 let mut reply = LocalReply::rate_limited(retry_after_ms);
