@@ -28,10 +28,12 @@ pub struct Poller {
 impl Poller {
     /// One tick: a poll leaves if this worker took the node's lease.
     pub fn tick(&mut self, rt: &Runtime) {
-        if !poll_due(&HOST, self.inflight.is_some(), now_us() / 1_000) {
+        let fleet = &rt.config.fleet;
+        let in_flight = self.inflight.is_some();
+        if !poll_due(&HOST, in_flight, fleet.breaker, now_us() / 1_000) {
             return;
         }
-        match get_store(&rt.config.fleet, LIST_PATH, rt.config.fleet.timeout_ms) {
+        match get_store(fleet, LIST_PATH, fleet.timeout_ms) {
             Ok(token) => self.inflight = Some(token),
             Err(status) => self.failed(
                 &rt.metrics,

@@ -14,8 +14,10 @@
 //! falls back to its configuration within a bounded time.
 
 use super::{pair, Override, OverrideList};
+use crate::breaker::{Breaker, BreakerState};
 use crate::cas::{decode_u64, CasStore};
-use crate::edge_keys::{LIST_KEY, LIST_LEASE_KEY, LIST_STAMP_KEY};
+use crate::config::BreakerPolicy;
+use crate::edge_keys::{BREAKER_KEY, LIST_KEY, LIST_LEASE_KEY, LIST_STAMP_KEY};
 use crate::wire::{is_valid_name, MAX_NAME_LEN};
 use std::fmt;
 
@@ -136,11 +138,23 @@ pub fn parse_list(
     Ok(Polled { overrides, cut })
 }
 
-/// Whether this worker polls now: none of its polls is in flight and it
-/// took the node-wide lease (one poll per node per [`POLL_INTERVAL_MS`]; a
-/// lease from the future, the clock having stepped back, is taken).
-pub fn poll_due<S: CasStore>(store: &S, in_flight: bool, now_ms: u64) -> bool {
+/// Whether this worker polls now: none of its polls is in flight, the
+/// node's breaker is not open (a store the hits found sick is left alone,
+/// like the settle drain, until a hit's probe finds it back; the list goes
+/// stale if that takes longer than [`STALE_AFTER_MS`]), and it took
+/// the node-wide lease (one poll per node per [`POLL_INTERVAL_MS`]; a lease
+/// from the future, the clock having stepped back, is taken).
+pub fn poll_due<S: CasStore>(
+    store: &S,
+    in_flight: bool,
+    breaker: BreakerPolicy,
+    now_ms: u64,
+) -> bool {
     if in_flight {
+        return false;
+    }
+    let now_us = now_ms.saturating_mul(1_000);
+    if Breaker::new(store, BREAKER_KEY, breaker).state(now_us) == BreakerState::Open {
         return false;
     }
     let (bytes, version) = store.get(LIST_LEASE_KEY);

@@ -1,5 +1,6 @@
 use super::*;
 use crate::cas::{ensure_keys, MapStore};
+use crate::config::BreakerPolicy;
 use crate::edge_keys::FIXED;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -131,18 +132,46 @@ fn a_list_over_the_cap_is_cut_and_the_cut_counted() {
 #[test]
 fn one_poll_per_interval_node_wide_and_none_while_one_is_in_flight() {
     let s = store();
-    assert!(poll_due(&s, false, NOW));
+    let due = |in_flight, now_ms| poll_due(&s, in_flight, BreakerPolicy::default(), now_ms);
+    assert!(due(false, NOW));
     assert!(
-        !poll_due(&s, false, NOW + 10),
+        !due(false, NOW + 10),
         "another worker waits for the interval"
     );
     assert!(
-        !poll_due(&s, true, NOW + POLL_INTERVAL_MS),
+        !due(true, NOW + POLL_INTERVAL_MS),
         "this worker's poll is in flight"
     );
-    assert!(poll_due(&s, false, NOW + POLL_INTERVAL_MS));
+    assert!(due(false, NOW + POLL_INTERVAL_MS));
     // The clock steps back an hour: the lease is stale, polls go on.
-    assert!(poll_due(&s, false, NOW - 3_600_000));
+    assert!(due(false, NOW - 3_600_000));
+}
+
+#[test]
+fn no_poll_while_the_breaker_is_open() {
+    use crate::breaker::{Breaker, BreakerState};
+    use crate::edge_keys::BREAKER_KEY;
+    let s = store();
+    let policy = BreakerPolicy::default();
+    let breaker = Breaker::new(&s, BREAKER_KEY, policy);
+    let mut now_us = NOW * 1_000;
+    while breaker.state(now_us) != BreakerState::Open {
+        let permit = breaker.admit_call(now_us);
+        breaker.record(now_us, permit, false);
+        now_us += 1_000;
+    }
+    assert!(!poll_due(&s, false, policy, now_us / 1_000));
+    let after_us = now_us + policy.open_ms * 1_000;
+    assert!(
+        !poll_due(&s, false, policy, after_us / 1_000),
+        "open until a hit probes"
+    );
+    let permit = breaker.admit_call(after_us);
+    breaker.record(after_us, permit, true);
+    assert!(
+        poll_due(&s, false, policy, after_us / 1_000),
+        "the probe closed it: the poll goes"
+    );
 }
 
 #[test]
