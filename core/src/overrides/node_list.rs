@@ -18,8 +18,11 @@ use crate::breaker::{Breaker, BreakerState};
 use crate::cas::{decode_u64, CasStore};
 use crate::config::BreakerPolicy;
 use crate::edge_keys::{BREAKER_KEY, LIST_KEY, LIST_LEASE_KEY, LIST_STAMP_KEY};
+use crate::node_buckets::fnv1a;
 use crate::wire::{is_valid_name, MAX_NAME_LEN};
+use std::cell::RefCell;
 use std::fmt;
+use std::rc::Rc;
 
 /// How often one worker per node polls the store (ms): a change on the
 /// store applies on every edge within two intervals.
@@ -178,11 +181,22 @@ pub fn is_fresh(fetched_ms: u64, now_ms: u64) -> bool {
         )
 }
 
-/// The stamp: when the list was fetched (ms) and how many it holds.
-fn stamp(store: &impl CasStore) -> (u64, u64) {
+/// The stamp: when the list was fetched (ms), how many it holds, and the
+/// FNV-1a hash of the list's bytes.
+struct Stamp {
+    fetched_ms: u64,
+    count: u64,
+    hash: u64,
+}
+
+fn stamp(store: &impl CasStore) -> Stamp {
     let (bytes, _) = store.get(LIST_STAMP_KEY);
-    let count = bytes.get(8..).map_or(0, decode_u64);
-    (decode_u64(&bytes), count)
+    let at = |i: usize| bytes.get(i..).map_or(0, decode_u64);
+    Stamp {
+        fetched_ms: at(0),
+        count: at(8),
+        hash: at(16),
+    }
 }
 
 /// Keeps a taken list, fetched at `now_ms`: the list is rewritten only when
@@ -199,25 +213,49 @@ pub fn store_list<S: CasStore>(store: &S, polled: &Polled, now_ms: u64) -> bool 
     }
     let mut value = now_ms.to_le_bytes().to_vec();
     value.extend_from_slice(&(polled.overrides.len() as u64).to_le_bytes());
+    value.extend_from_slice(&fnv1a(&bytes).to_le_bytes());
     let (_, version) = store.get(LIST_STAMP_KEY);
     store.compare_and_set(LIST_STAMP_KEY, &value, version);
     changed
 }
 
-/// The override the node's list holds for `tenant` and in force at
-/// `now_ms`; None when there is none, it expired, or the list is stale. An
-/// empty list costs one small read.
-pub fn lookup<S: CasStore>(store: &S, tenant: &str, now_ms: u64) -> Option<Override> {
-    let (fetched, count) = stamp(store);
-    if count == 0 || !is_fresh(fetched, now_ms) {
-        return None;
+thread_local! {
+    /// This worker's parsed copy of the list, under the hash of its bytes:
+    /// a hook reads the small stamp, and the list only when it changed.
+    static PARSED: RefCell<Option<(u64, Rc<Vec<Override>>)>> = const { RefCell::new(None) };
+}
+
+/// The list under `hash`: this worker's parsed copy, or read and parsed anew.
+fn parsed<S: CasStore>(store: &S, hash: u64) -> Option<Rc<Vec<Override>>> {
+    let cached = PARSED.with(|p| {
+        p.borrow()
+            .as_ref()
+            .filter(|(h, _)| *h == hash)
+            .map(|(_, list)| Rc::clone(list))
+    });
+    if cached.is_some() {
+        return cached;
     }
     let (bytes, _) = store.get(LIST_KEY);
     let list: OverrideList = serde_json::from_slice(&bytes).ok()?;
-    list.overrides
-        .into_iter()
+    let list = Rc::new(list.overrides);
+    PARSED.with(|p| *p.borrow_mut() = Some((fnv1a(&bytes), Rc::clone(&list))));
+    Some(list)
+}
+
+/// The override the node's list holds for `tenant` and in force at
+/// `now_ms`; None when there is none, it expired, or the list is stale. An
+/// empty list costs one small read, an unchanged one no parse.
+pub fn lookup<S: CasStore>(store: &S, tenant: &str, now_ms: u64) -> Option<Override> {
+    let stamp = stamp(store);
+    if stamp.count == 0 || !is_fresh(stamp.fetched_ms, now_ms) {
+        return None;
+    }
+    parsed(store, stamp.hash)?
+        .iter()
         .find(|o| o.tenant == tenant)
         .filter(|o| o.in_force(now_ms))
+        .cloned()
 }
 
 #[cfg(test)]

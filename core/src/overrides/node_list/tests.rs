@@ -256,3 +256,19 @@ fn requota_replaces_each_charge_with_the_effective_quota() {
         1
     );
 }
+
+#[test]
+fn a_changed_list_is_read_again_whatever_this_worker_parsed_before() {
+    let s = store();
+    store_list(&s, &polled(vec![one("acme", 1, 5, None)]), NOW);
+    assert_eq!(lookup(&s, "acme", NOW).and_then(|o| o.burst), Some(5));
+    store_list(&s, &polled(vec![one("acme", 1, 7, None)]), NOW + 1_000);
+    assert_eq!(
+        lookup(&s, "acme", NOW + 1_000).and_then(|o| o.burst),
+        Some(7)
+    );
+    // Another node's store with the first list: same bytes, same answer.
+    let other = store();
+    store_list(&other, &polled(vec![one("acme", 1, 5, None)]), NOW);
+    assert_eq!(lookup(&other, "acme", NOW).and_then(|o| o.burst), Some(5));
+}
