@@ -6,6 +6,8 @@
 //! and keeps an [`Override`] (with an absolute expiry and a version) in
 //! Redis. [`effective`] is the merge every edge applies: an override in force
 //! at `now` replaces the pairs it names, the configuration gives the rest.
+//! A fleet-scope hook learns the override from its hit answer; a node-local
+//! charge from the node's polled list ([`node_list`]), re-quoted by [`requota`].
 
 use crate::config::Limits;
 use crate::gcra::Quota;
