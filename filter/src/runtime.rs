@@ -42,6 +42,12 @@ fn read_token(config: &Config) -> Result<(), String> {
              a store that requires one answers 401 and hooks are answered from this node alone",
             token::EDGE_TOKEN_ENV
         );
+    } else if authorization.is_none() && config.polls_overrides() {
+        log::error!(
+            "ankusa: {} is not set in the VM environment: override list polls carry no token; \
+             a store that requires one answers 401 and the configuration's limits apply",
+            token::EDGE_TOKEN_ENV
+        );
     }
     AUTHORIZATION.with(|a| *a.borrow_mut() = authorization);
     Ok(())
