@@ -236,3 +236,39 @@ fn an_unreadable_list_answer_is_counted_and_the_edge_answers_from_its_config() {
     assert_eq!(ok, 10, "the configuration's burst of 1000");
     assert_eq!(e.stat(r#"ankusa_overrides_polls_total{result="ok"}"#), 0.0);
 }
+
+#[test]
+fn an_edge_without_a_token_is_refused_the_list_and_keeps_its_config() {
+    let f = fleet(0, node_with_store());
+    f.set(r#"{"rate": 1, "burst": 3, "ttl_ms": 600000}"#);
+    let spec = ankusa_testkit::envoy::EdgeSpec::new(
+        "edge-bare",
+        f.intake.port,
+        f.store().port,
+        node_with_store(),
+    );
+    let e = Edge::start_with_token(spec, None);
+    assert!(
+        eventually(PICKED_UP * 2, || e
+            .stat(r#"ankusa_overrides_polls_total{result="failed"}"#)
+            >= 2.0),
+        "{}",
+        e.log_tail()
+    );
+    assert!(
+        e.log().contains("override list polls carry no token"),
+        "{}",
+        e.log_tail()
+    );
+    assert!(
+        e.log()
+            .contains("the store answered 401 to the override list"),
+        "{}",
+        e.log_tail()
+    );
+    let (ok, _) = admitted(&e, "bare", 10);
+    assert_eq!(
+        ok, 10,
+        "the override never reached it: the configuration's burst"
+    );
+}
