@@ -31,7 +31,8 @@ impl Hook {
         let Some(facts) = &self.facts else {
             return Ok(charges.to_vec());
         };
-        if !self.answered {
+        // An edge with no store polls no list: nothing to read.
+        if !self.answered && env.config.polls_overrides() {
             self.in_force = node_list::lookup(env.store, &facts.tenant, now / 1_000);
         }
         let limits = self.effective(env, &facts.tenant, now).limits;

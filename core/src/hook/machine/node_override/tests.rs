@@ -186,7 +186,8 @@ fn the_stores_answer_outranks_the_nodes_list() {
 #[test]
 fn a_body_over_an_overrides_bytes_burst_is_too_large_on_the_node() {
     let config = r#"{"sources":{"gh":{"tenant":"acme"}},
-        "rate_limits":{"default":{"rate":1,"burst":100,"bytes_rate":1000,"bytes_burst":1000}}}"#;
+        "rate_limits":{"default":{"rate":1,"burst":100,"bytes_rate":1000,"bytes_burst":1000}},
+        "fleet":{"timeout_ms":100}}"#;
     let w = World {
         config: Config::parse(config.as_bytes()).unwrap(),
         ..World::new("node")
@@ -225,4 +226,20 @@ fn a_body_over_an_overrides_bytes_burst_is_too_large_on_the_node() {
     assert!(step
         .effects
         .contains(&Effect::Metric(Metric::Admission(Outcome::TooLarge))));
+}
+
+#[test]
+fn an_edge_without_a_store_reads_no_list() {
+    let config = r#"{"sources":{"gh":{"tenant":"acme"}},
+        "rate_limits":{"default":{"rate":1,"burst":100}}}"#;
+    let w = World {
+        config: Config::parse(config.as_bytes()).unwrap(),
+        ..World::new("node")
+    };
+    w.polled(LOWERED, NOW);
+    assert_eq!(
+        w.admitted(10, NOW),
+        (10, 0),
+        "no fleet section: the configuration"
+    );
 }
