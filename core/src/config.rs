@@ -164,6 +164,9 @@ pub struct FleetConfig {
     pub settle_batch_max: usize,
     /// Further attempts of a failed settle batch before it is dropped.
     pub settle_retries: u32,
+    /// The configuration has a `fleet` section: this edge has a store, so it
+    /// polls the fleet override list even when every scope is `node`.
+    pub declared: bool,
 }
 
 impl Default for FleetConfig {
@@ -178,6 +181,7 @@ impl Default for FleetConfig {
             settle_queue_max: 50_000,
             settle_batch_max: 500,
             settle_retries: 3,
+            declared: false,
         }
     }
 }
@@ -266,6 +270,12 @@ impl Config {
     /// Some scope is `fleet`: the filter calls the store.
     pub fn uses_store(&self) -> bool {
         self.rate_limits.scope == Scope::Fleet || self.dedupe.scope == Scope::Fleet
+    }
+
+    /// This edge has a store (a fleet scope, or a `fleet` section) to poll
+    /// the fleet override list from (see [`crate::overrides::node_list`]).
+    pub fn polls_overrides(&self) -> bool {
+        (self.uses_store() || self.fleet.declared) && !self.fleet.cluster.is_empty()
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {

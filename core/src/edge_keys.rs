@@ -22,12 +22,22 @@ pub const DEPTH_KEY: &str = "ankusa:settle:depth";
 /// The earliest ms the next settle batch may leave (u64 LE).
 pub const LEASE_KEY: &str = "ankusa:settle:lease";
 
+/// The node's copy of the fleet override list (JSON `{"overrides": [...]}`).
+pub const LIST_KEY: &str = "ankusa:overrides:list";
+/// When that list was fetched (ms, u64 LE) and how many it holds (u64 LE).
+pub const LIST_STAMP_KEY: &str = "ankusa:overrides:stamp";
+/// The earliest ms the next override poll may leave (u64 LE).
+pub const LIST_LEASE_KEY: &str = "ankusa:overrides:lease";
+
 /// Every fixed key (the bucket ring aside).
-pub const FIXED: [&str; 6] = [
+pub const FIXED: [&str; 9] = [
     BREAKER_KEY,
     LIMITS_KEY,
     RESETS_KEY,
     WARNED_KEY,
     DEPTH_KEY,
     LEASE_KEY,
+    LIST_KEY,
+    LIST_STAMP_KEY,
+    LIST_LEASE_KEY,
 ];

@@ -22,7 +22,8 @@
 //! - [`node_name`]: this edge's name in claims, from Envoy's node id.
 //! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
 //! - [`verify`]: provider signatures (GitHub, Stripe, Shopify, Standard Webhooks, Svix, generic HMAC).
-//! - [`overrides`]: fleet overrides set at runtime, and the merge with the configuration.
+//! - [`overrides`]: fleet overrides set at runtime, the merge with the configuration, and the
+//!   node's polled copy of the list (poll lease, answer checks, staleness, size cap).
 //! - [`shadow`]: shadow mode, what is enforced and what is only counted.
 //! - [`ratelimit_headers`]: `RateLimit-Policy`/`RateLimit` (and legacy) header values from GCRA state.
 //! - [`token`]: the bearer token edges present to the store, and its constant-time check.

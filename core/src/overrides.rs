@@ -6,12 +6,14 @@
 //! and keeps an [`Override`] (with an absolute expiry and a version) in
 //! Redis. [`effective`] is the merge every edge applies: an override in force
 //! at `now` replaces the pairs it names, the configuration gives the rest.
+//! A fleet-scope hook learns the override from its hit answer; a node-local
+//! charge from the node's polled list ([`node_list`]), re-quoted by [`requota`].
 
 use crate::config::Limits;
 use crate::gcra::Quota;
 use crate::limits::{self, Bound};
 use crate::shadow::Shadow;
-use crate::wire::{is_valid_name, WireError, MAX_NAME_LEN};
+use crate::wire::{is_valid_name, Charge, ChargeKind, WireError, MAX_NAME_LEN};
 use serde::{Deserialize, Serialize};
 
 /// How long an override may be set for (`ttl_ms`, or `expires_at_ms` less
@@ -71,7 +73,7 @@ fn invalid(field: &str, problem: impl Into<String>) -> WireError {
     }
 }
 
-fn pair(
+pub(crate) fn pair(
     names: (&str, &str),
     values: (Option<u64>, Option<u64>),
 ) -> Result<Option<Quota>, WireError> {
@@ -210,6 +212,28 @@ pub fn effective(
         version: Some(o.version),
     }
 }
+
+/// A hook's charges with each quota replaced by the tenant's effective
+/// limits (`limits`), for a node-local charge: the store re-quotas fleet
+/// charges itself. A bytes charge stays only while a bytes quota is in force.
+pub fn requota(charges: &[Charge], limits: &Limits) -> Vec<Charge> {
+    charges
+        .iter()
+        .filter_map(|c| {
+            let quota = match c.kind {
+                ChargeKind::Hooks => limits.hooks,
+                ChargeKind::Bytes => limits.bytes?,
+            };
+            Some(Charge {
+                rate: quota.rate,
+                burst: quota.burst,
+                ..c.clone()
+            })
+        })
+        .collect()
+}
+
+pub mod node_list;
 
 #[cfg(test)]
 mod tests;

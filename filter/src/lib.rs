@@ -10,6 +10,7 @@
 //! - [`http`]: one hook's HTTP context: callbacks into events, effects onto the [`host`].
 //! - [`host`]: the host calls a hook makes, as a trait; [`host::ProxyHost`] is proxy-wasm.
 //! - [`drain`]: the settle batches and store resets a root context sends each tick.
+//! - [`poll`]: the fleet override list, polled from the store into shared data once a second per node.
 //! - [`headers`]: the request's headers, read from the host once per hook.
 //! - [`settle`]: the settle shared queue: enqueue within the bound, dequeue a batch.
 //! - [`shared`]: [`ankusa_core::cas::CasStore`] over proxy-wasm shared data, and the host clock.
@@ -27,6 +28,7 @@ pub mod http;
 pub mod metrics;
 #[cfg(test)]
 pub mod mock;
+pub mod poll;
 pub mod root;
 pub mod runtime;
 pub mod settle;

@@ -45,6 +45,10 @@ pub struct Metrics {
     settle_batches_failed: u32,
     resets: u32,
     contended: u32,
+    override_polls_ok: u32,
+    override_polls_failed: u32,
+    overrides_cut: u32,
+    overrides_listed: u32,
 }
 
 fn define(kind: MetricType, name: &str) -> u32 {
@@ -96,6 +100,16 @@ impl Metrics {
             ),
             resets: define(Counter, "ankusa_fleet_resets_total"),
             contended: define(Counter, "ankusa_node_contended_total"),
+            override_polls_ok: define(
+                Counter,
+                &labelled("ankusa_overrides_polls_total", "result", "ok"),
+            ),
+            override_polls_failed: define(
+                Counter,
+                &labelled("ankusa_overrides_polls_total", "result", "failed"),
+            ),
+            overrides_cut: define(Counter, "ankusa_overrides_cut_total"),
+            overrides_listed: define(Gauge, "ankusa_overrides_listed"),
         }
     }
 
@@ -182,6 +196,19 @@ impl Metrics {
 
     pub fn reset_sent(&self) {
         Self::inc(self.resets, 1);
+    }
+
+    /// One override-list poll: taken (`listed` overrides kept, `cut` left
+    /// out past the cap), or failed (the last good list stays).
+    pub fn override_poll(&self, taken: Option<(usize, usize)>) {
+        match taken {
+            Some((listed, cut)) => {
+                Self::inc(self.override_polls_ok, 1);
+                Self::set(self.overrides_listed, listed as u64);
+                Self::inc(self.overrides_cut, i64::try_from(cut).unwrap_or(i64::MAX));
+            }
+            None => Self::inc(self.override_polls_failed, 1),
+        }
     }
 }
 

@@ -2,11 +2,12 @@
 //!
 //! `on_configure` builds the [`Runtime`] (refusing a bad configuration with a
 //! log line naming the field) and sets the tick; `on_tick` drives the
-//! [`Drainer`]; every HTTP context gets a [`Hook`] over the runtime.
+//! [`Drainer`] and the override [`Poller`]; every HTTP context gets a [`Hook`] over the runtime.
 
 use crate::drain::Drainer;
 use crate::host::ProxyHost;
 use crate::http::Hook;
+use crate::poll::Poller;
 use crate::runtime::Runtime;
 use ankusa_core::hook::settle::tick_ms;
 use proxy_wasm::hostcalls;
@@ -18,6 +19,7 @@ use std::time::Duration;
 pub struct Root {
     runtime: Option<Rc<Runtime>>,
     drainer: Drainer,
+    poller: Poller,
 }
 
 impl Root {
@@ -25,6 +27,7 @@ impl Root {
         Root {
             runtime: None,
             drainer: Drainer::default(),
+            poller: Poller::default(),
         }
     }
 }
@@ -34,17 +37,22 @@ impl Context for Root {
         &mut self,
         token: u32,
         _headers: usize,
-        _body: usize,
+        body: usize,
         _trailers: usize,
     ) {
-        if !self.drainer.owns(token) {
+        let poll = self.poller.owns(token);
+        if !poll && !self.drainer.owns(token) {
             return;
         }
         let Some(rt) = self.runtime.clone() else {
             return;
         };
         let status = crate::headers::value(MapType::HttpCallResponseHeaders, ":status");
-        self.drainer.answered(&rt, token, status.as_deref());
+        if poll {
+            self.poller.answered(&rt, status.as_deref(), body);
+        } else {
+            self.drainer.answered(&rt, token, status.as_deref());
+        }
     }
 }
 
@@ -68,10 +76,12 @@ impl RootContext for Root {
         let Some(rt) = self.runtime.clone() else {
             return;
         };
-        if !rt.config.uses_store() {
-            return;
+        if rt.config.polls_overrides() {
+            self.poller.tick(&rt);
         }
-        self.drainer.tick(&rt);
+        if rt.config.uses_store() {
+            self.drainer.tick(&rt);
+        }
     }
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {

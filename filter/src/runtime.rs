@@ -42,6 +42,12 @@ fn read_token(config: &Config) -> Result<(), String> {
              a store that requires one answers 401 and hooks are answered from this node alone",
             token::EDGE_TOKEN_ENV
         );
+    } else if authorization.is_none() && config.polls_overrides() {
+        log::error!(
+            "ankusa: {} is not set in the VM environment: override list polls carry no token; \
+             a store that requires one answers 401 and the configuration's limits apply",
+            token::EDGE_TOKEN_ENV
+        );
     }
     AUTHORIZATION.with(|a| *a.borrow_mut() = authorization);
     Ok(())
@@ -126,23 +132,40 @@ pub fn call_store(
     body: &[u8],
     timeout_ms: u64,
 ) -> Result<u32, Status> {
+    dispatch(fleet, "POST", path, Some(body), timeout_ms)
+}
+
+/// GETs the store's `path` (the override list), as [`call_store`] posts.
+pub fn get_store(fleet: &FleetConfig, path: &str, timeout_ms: u64) -> Result<u32, Status> {
+    dispatch(fleet, "GET", path, None, timeout_ms)
+}
+
+fn dispatch(
+    fleet: &FleetConfig,
+    method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+    timeout_ms: u64,
+) -> Result<u32, Status> {
     let budget = timeout_ms.to_string();
     AUTHORIZATION.with(|authorization| {
         let authorization = authorization.borrow();
         let mut headers = vec![
-            (":method", "POST"),
+            (":method", method),
             (":path", path),
             (":authority", fleet.authority.as_str()),
-            ("content-type", "application/json"),
             (wire::BUDGET_HEADER, budget.as_str()),
         ];
+        if body.is_some() {
+            headers.push(("content-type", "application/json"));
+        }
         if let Some(value) = authorization.as_deref() {
             headers.push(("authorization", value));
         }
         hostcalls::dispatch_http_call(
             &fleet.cluster,
             headers,
-            Some(body),
+            body,
             vec![],
             Duration::from_millis(timeout_ms),
         )

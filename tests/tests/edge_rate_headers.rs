@@ -1,7 +1,7 @@
 //! RateLimit headers through Envoy: a node-scope answer carries the standing
 //! of the bucket its charge left (a forwarded hook on the upstream's answer,
 //! a 429 beside `Retry-After`); a fleet 429 carries the store's wait, a fleet
-//! admit the policy.
+//! admit, a duplicate and a pending answer the policy.
 
 mod edge_support;
 
@@ -89,4 +89,62 @@ fn a_fleet_429_carries_the_stores_wait_and_a_fleet_admit_the_policy() {
         refused.header("ratelimit"),
         Some(format!("\"hooks\";r=0;t={retry}").as_str())
     );
+}
+
+#[test]
+fn duplicate_and_pending_answers_carry_the_policy() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let mut config = fleet_config(5, 5);
+    config["rate_limits"]["headers"] = json!("both");
+    let edge = edge("edge-rld", intake.port, store.port, config);
+    let policy = |r: &ankusa_testkit::http::Response, what: &str| {
+        assert_eq!(
+            r.header("ratelimit-policy"),
+            Some("\"hooks\";q=5;w=5"),
+            "{what}: {:?}",
+            r.headers
+        );
+        assert_eq!(r.header("x-ratelimit-limit"), Some("5"), "{what}");
+        assert_eq!(r.header("ratelimit"), None, "{what}: nothing was charged");
+        assert_eq!(r.header("x-ratelimit-remaining"), None, "{what}");
+    };
+
+    let delivery = format!("dup-{}", free_port());
+    assert_eq!(deliver(&edge, "/webhooks/gh", &delivery).status, 201);
+    let mut duplicate = None;
+    assert!(
+        eventually(std::time::Duration::from_secs(5), || {
+            let r = deliver(&edge, "/webhooks/gh", &delivery);
+            let done = r.status == 201 && r.json()["duplicate"] == json!(true);
+            duplicate = Some(r);
+            done
+        }),
+        "never answered as a duplicate"
+    );
+    policy(&duplicate.expect("answered"), "duplicate");
+
+    // The first copy is slow upstream, so its claim stays pending meanwhile.
+    let pending_key = format!("pend-{}", free_port());
+    let (url, key) = (edge.url("/webhooks/gh"), pending_key.clone());
+    let slow = std::thread::spawn(move || {
+        ankusa_testkit::http::request(
+            "POST",
+            &url,
+            &[
+                ("x-github-delivery", key.as_str()),
+                ("x-intake-delay-ms", "3000"),
+            ],
+            b"{}",
+            std::time::Duration::from_secs(20),
+        )
+    });
+    assert!(eventually(std::time::Duration::from_secs(10), || redis
+        .cli(&["GET", &claim_key(&pending_key)])
+        .starts_with("p:")));
+    let pending = deliver(&edge, "/webhooks/gh", &pending_key);
+    assert_eq!(pending.status, 409, "{}", pending.text());
+    policy(&pending, "pending");
+    assert_eq!(slow.join().expect("joined").expect("answered").status, 201);
 }

@@ -247,6 +247,7 @@ fn fleet(obj: &Obj) -> Result<FleetConfig, ConfigError> {
             .u32("settle_batch_max")?
             .map_or(d.settle_batch_max, |n| n as usize),
         settle_retries: obj.u32("settle_retries")?.unwrap_or(d.settle_retries),
+        declared: true,
     })
 }
 

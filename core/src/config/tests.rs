@@ -206,6 +206,23 @@ fn parse_err(json: &str) -> String {
 }
 
 #[test]
+fn only_an_edge_with_a_store_polls_the_override_list() {
+    let node = r#"{"sources": {"gh": {}}, "rate_limits": {"default": {"rate": 1, "burst": 1}}}"#;
+    assert!(!Config::parse(node.as_bytes()).unwrap().polls_overrides());
+    let with_fleet = r#"{"sources": {"gh": {}}, "rate_limits": {"default": {"rate": 1, "burst": 1}},
+                         "fleet": {"timeout_ms": 100}}"#;
+    assert!(Config::parse(with_fleet.as_bytes())
+        .unwrap()
+        .polls_overrides());
+    let mut c = minimal();
+    c.rate_limits.scope = Scope::Fleet;
+    assert!(
+        c.polls_overrides(),
+        "a fleet scope has a store, section or not"
+    );
+}
+
+#[test]
 fn a_fleet_scope_uses_the_store() {
     let mut c = minimal();
     c.rate_limits.scope = Scope::Fleet;

@@ -155,8 +155,11 @@ pub struct Hook {
     deferred: Option<LocalReply>,
     /// Rate-limit headers for the upstream's response to a forwarded hook.
     rate_headers: Vec<Header>,
-    /// The tenant's fleet override, as the store's answer carried it.
+    /// The tenant's fleet override, as the store's answer carried it (or,
+    /// for a node-local charge, as the node's polled list holds it).
     in_force: Option<Override>,
+    /// The store answered this hook: its word on the override stands.
+    answered: bool,
     effects: Vec<Effect>,
 }
 
@@ -228,6 +231,21 @@ impl Hook {
         )
     }
 
+    /// `reply` with the tenant's policy headers: a duplicate or pending
+    /// answer charged nothing, so it has no standing to describe.
+    fn with_policy<S: CasStore>(
+        &self,
+        env: &Env<'_, S>,
+        mut reply: LocalReply,
+        now: u64,
+    ) -> LocalReply {
+        if let Some(facts) = &self.facts {
+            let limits = self.effective(env, &facts.tenant, now).limits;
+            reply.headers = rate_headers::policy_only(env.config.rate_limits.headers, &limits);
+        }
+        reply
+    }
+
     /// Whether the tenant's shadow mode forwards this refusal instead of enforcing it.
     fn shadows<S: CasStore>(&self, env: &Env<'_, S>, refusal: Refusal, now_us: u64) -> bool {
         self.facts.as_ref().is_some_and(|facts| {
@@ -280,6 +298,11 @@ impl Hook {
         now: u64,
         counted: Metric,
     ) -> Step {
+        let charges = match self.node_charges(env, charges, now) {
+            Ok(charges) => charges,
+            Err(e) => return self.too_large_now(claim, e),
+        };
+        let charges = &charges;
         let mode = env.config.rate_limits.headers;
         let (verdict, headers) = match (&self.facts, charges.is_empty()) {
             (Some(facts), false) => {
@@ -568,6 +591,7 @@ impl Hook {
         let answer = match answer {
             Ok(reply) => {
                 self.in_force = reply.in_force;
+                self.answered = true;
                 reply.answer
             }
             Err(failure) => {
@@ -610,10 +634,12 @@ impl Hook {
                 self.answer_node(env, &call.plan.node_after_ok, claim, now)
             }
             HitAnswer::Duplicate { hook_id } => {
-                self.reply(Outcome::Duplicate, LocalReply::duplicate(&hook_id))
+                let reply = self.with_policy(env, LocalReply::duplicate(&hook_id), now);
+                self.reply(Outcome::Duplicate, reply)
             }
             HitAnswer::Pending { retry_after_ms } => {
-                self.reply(Outcome::Pending, LocalReply::pending(retry_after_ms))
+                let reply = self.with_policy(env, LocalReply::pending(retry_after_ms), now);
+                self.reply(Outcome::Pending, reply)
             }
             HitAnswer::RateLimited { retry_after_ms } => {
                 let mut reply = LocalReply::rate_limited(retry_after_ms);
@@ -647,6 +673,8 @@ impl Hook {
         }
     }
 }
+
+mod node_override;
 
 #[cfg(test)]
 mod tests;

@@ -5,9 +5,11 @@
 //!   from the buckets the charge left (written on an admit, found on a
 //!   denial);
 //! - a fleet 429: the standing of a denial known by its wait
-//!   ([`ratelimit_headers::denied`]);
+//!   ([`crate::ratelimit_headers::denied`]);
 //! - a fleet admit: the store's answer carries no bucket state, so the
-//!   policy alone (`RateLimit-Policy`, `X-RateLimit-Limit`).
+//!   policy alone (`RateLimit-Policy`, `X-RateLimit-Limit`);
+//! - a duplicate (201) or pending (409) answer: nothing was charged, so the
+//!   policy alone too.
 
 use crate::config::Limits;
 use crate::gcra::{Bucket, Quota};
