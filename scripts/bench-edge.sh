@@ -14,6 +14,10 @@
 #   scripts/bench-edge.sh                      # both modes, 32 clients, 3 rounds of 3 s
 #   MODE=concurrent ROUNDS=5 scripts/bench-edge.sh
 #   ONLY=anbfc SECONDS_RUN=1 ROUNDS=1 scripts/bench-edge.sh   # a quick look
+#   BASELINE_WASM=old.wasm ONLY=bBcC MODE=concurrent scripts/bench-edge.sh
+#       # before/after: (B) and (C) run another filter build (e.g. an older
+#       # commit's, built with `cargo build -p ankusa-filter --target
+#       # wasm32-wasip1 --release` in a worktree) beside (b) and (c)
 #
 # Every process (Redis, ankusa-store, the intake, the Envoys) is started by
 # bench-edge on free loopback ports and stopped by PID when it ends, fails or
@@ -27,7 +31,8 @@ ROUNDS=${ROUNDS:-3}
 WARMUP=${WARMUP:-1}
 CONCURRENCY=${CONCURRENCY:-1}
 MODE=${MODE:-both}
-ONLY=${ONLY:-alnfbdco}
+BASELINE_WASM=${BASELINE_WASM:-}
+if [ -n "$BASELINE_WASM" ]; then ONLY=${ONLY:-alnfbdcoBC}; else ONLY=${ONLY:-alnfbdco}; fi
 PIN=${PIN:-1}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
@@ -36,8 +41,9 @@ cargo build --release -p ankusa-tests --bin intake --bin bench-edge >&2
 cargo build --release --target wasm32-wasip1 \
   -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout >&2
 
-pin_args=()
-[ "$PIN" = 1 ] || pin_args=(--no-pin)
+extra_args=()
+[ "$PIN" = 1 ] || extra_args=(--no-pin)
+[ -z "$BASELINE_WASM" ] || extra_args+=(--baseline-wasm "$BASELINE_WASM")
 
 # Start-up (eight Envoys compiling their modules), warm-ups, then per mode
 # ROUNDS rounds: one run per variant (sequential) or one for all (concurrent).
@@ -46,4 +52,4 @@ LIMIT=$(awk -v s="$SECONDS_RUN" -v w="$WARMUP" -v r="$ROUNDS" -v n="${#ONLY}" \
 timeout --kill-after=10 "$LIMIT" "$TARGET_DIR/release/bench-edge" \
   --clients "$CLIENTS" --seconds "$SECONDS_RUN" --rounds "$ROUNDS" \
   --warmup-seconds "$WARMUP" --concurrency "$CONCURRENCY" --mode "$MODE" \
-  --only "$ONLY" "${pin_args[@]}"
+  --only "$ONLY" "${extra_args[@]}"

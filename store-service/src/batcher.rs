@@ -1,7 +1,9 @@
 //! Settle coalescing. Settle requests from every edge land on one queue; a
-//! flush takes what arrived within a short window (or up to a batch size)
-//! and sends each Redis node one pipeline, so a batch of any size costs one
-//! round trip per node.
+//! flush takes what arrived within a window (or up to a batch size) and
+//! sends each Redis node one pipeline, so a batch of any size costs one
+//! round trip per node. The window is cut short by the tightest caller: a
+//! request is flushed no later than half its budget after it arrived, so a
+//! long window never makes an edge's settle call time out.
 //!
 //! The queue is bounded in operations (not requests): each waiting or
 //! flushing operation holds a permit, and a settle that finds too few free is
@@ -23,6 +25,8 @@ use tokio::time::Instant;
 /// One settle request waiting for its flush.
 struct Job {
     ops: Vec<SettleOp>,
+    /// The latest its flush may start and still answer within the caller's budget.
+    flush_by: Instant,
     done: oneshot::Sender<Result<usize, StoreError>>,
     /// Its room in the queue, given back once its flush is done.
     room: OwnedSemaphorePermit,
@@ -52,12 +56,14 @@ impl Room {
 }
 
 impl Settler {
-    /// Queues `ops`; the receiver yields once their flush is done. When the
-    /// queue has no room for them, `overloaded` at once. A request larger
-    /// than the whole queue is taken when the queue is empty.
+    /// Queues `ops`, to be flushed no later than `flush_by`; the receiver
+    /// yields once their flush is done. When the queue has no room for them,
+    /// `overloaded` at once. A request larger than the whole queue is taken
+    /// when the queue is empty.
     pub fn submit(
         &self,
         ops: Vec<SettleOp>,
+        flush_by: Instant,
     ) -> Result<oneshot::Receiver<Result<usize, StoreError>>, StoreError> {
         let wanted = ops.len().clamp(1, self.room.max) as u32;
         let room = Arc::clone(&self.room.free)
@@ -67,7 +73,12 @@ impl Settler {
             })?;
         self.room.show();
         let (done, rx) = oneshot::channel();
-        if let Err(mpsc::error::SendError(job)) = self.tx.send(Job { ops, done, room }) {
+        if let Err(mpsc::error::SendError(job)) = self.tx.send(Job {
+            ops,
+            flush_by,
+            done,
+            room,
+        }) {
             let _ = job.done.send(Err(StoreError::RedisUnavailable(
                 "the settle queue is closed".into(),
             )));
@@ -115,13 +126,15 @@ async fn run(
     let mut flushes = JoinSet::new();
     while let Some(first) = rx.recv().await {
         let mut count = first.ops.len();
+        // A window from the first arrival, cut short by any job's own deadline.
+        let mut deadline = (Instant::now() + window).min(first.flush_by);
         let mut jobs = vec![first];
-        let deadline = Instant::now() + window;
         while count < batch_max && !*draining.borrow() {
             tokio::select! {
                 job = rx.recv() => match job {
                     Some(job) => {
                         count += job.ops.len();
+                        deadline = deadline.min(job.flush_by);
                         jobs.push(job);
                     }
                     None => break,

@@ -27,8 +27,9 @@ pub struct Config {
     /// Ceiling on a caller's `x-ankusa-budget-ms`, and the budget of callers that send none.
     #[arg(long, env = "ANKUSA_STORE_MAX_BUDGET_MS", default_value_t = 1000)]
     pub max_budget_ms: u64,
-    /// How long concurrent settle requests are gathered before one flush (ms).
-    #[arg(long, env = "ANKUSA_STORE_SETTLE_WINDOW_MS", default_value_t = 2)]
+    /// How long concurrent settle requests are gathered before one flush (ms);
+    /// a request is flushed no later than half its budget after it arrived.
+    #[arg(long, env = "ANKUSA_STORE_SETTLE_WINDOW_MS", default_value_t = 100)]
     pub settle_window_ms: u64,
     /// A flush starts early once this many settle operations are waiting.
     #[arg(long, env = "ANKUSA_STORE_SETTLE_BATCH_MAX", default_value_t = 2000)]
@@ -68,7 +69,7 @@ impl Config {
             listen: "127.0.0.1:0".into(),
             redis_url: redis_url.into(),
             max_budget_ms: 1000,
-            settle_window_ms: 2,
+            settle_window_ms: 100,
             settle_batch_max: 2000,
             settle_queue_max: 100_000,
             header_read_timeout_ms: 30_000,

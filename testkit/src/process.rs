@@ -150,3 +150,15 @@ fn send_signal(pid: u32, signal: &str) {
         .arg(pid.to_string())
         .status();
 }
+
+/// Resident memory of `pid` in KiB, from `/proc/<pid>/status` (0 when gone).
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}

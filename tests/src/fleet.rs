@@ -246,6 +246,43 @@ impl Fleet {
     }
 }
 
+/// For a command that starts children and may end without running
+/// destructors: on a panic (a release build aborts without unwinding), and on
+/// SIGTERM or SIGINT (a timeout, a ^C, then exit 130), stops every child.
+/// Installed before any child starts; `name` prefixes the message.
+pub fn stop_children_on_exit(name: &'static str) -> Result<(), String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        stop_children(Duration::from_secs(5));
+    }));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the signal runtime: {e}"))?;
+    let (mut term, mut int) = runtime
+        .block_on(async {
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::interrupt())?,
+            ))
+        })
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        });
+        eprintln!("{name}: stopping (signal)");
+        stop_children(Duration::from_secs(5));
+        std::process::exit(130);
+    });
+    Ok(())
+}
+
 /// Stops every direct child of this process (by PID, read from `/proc`):
 /// SIGTERM, up to `grace`, then SIGKILL. For the moments no destructor will
 /// run — a panic in a release build aborts without unwinding.

@@ -55,6 +55,11 @@ pub struct LoadSpec {
     pub expect_body: Option<String>,
     /// Longest wait for a connection or one answer; past it the request is an error.
     pub timeout: Duration,
+    /// Requests per second over all clients (each client paced at its share);
+    /// `None`: each client sends as soon as its last answer is in.
+    pub rate: Option<f64>,
+    /// Stop after this many requests (counter values `0..n`), or at `duration`.
+    pub max_requests: Option<u64>,
 }
 
 /// `name:value` (as `--header` takes it) → `(name, value)`, both trimmed.
@@ -144,6 +149,9 @@ struct Plan {
     expect_body: Option<Bytes>,
     timeout: Duration,
     counter: AtomicU64,
+    max_requests: Option<u64>,
+    /// Each client's time between sends, when paced.
+    period: Option<Duration>,
 }
 
 impl Plan {
@@ -180,6 +188,13 @@ impl Plan {
         if spec.clients == 0 {
             return Err("--clients must be at least 1, got 0".to_string());
         }
+        let period = match spec.rate {
+            None => None,
+            Some(r) if r.is_finite() && r > 0.0 => {
+                Some(Duration::from_secs_f64(spec.clients as f64 / r))
+            }
+            Some(r) => return Err(format!("--rate must be requests per second > 0, got {r}")),
+        };
         Ok(Plan {
             authority,
             path,
@@ -189,11 +204,17 @@ impl Plan {
             expect_body: spec.expect_body.clone().map(Bytes::from),
             timeout: spec.timeout,
             counter: AtomicU64::new(0),
+            max_requests: spec.max_requests,
+            period,
         })
     }
 
-    fn request(&self) -> Result<Request<Full<Bytes>>, String> {
+    /// The next request, or `None` once `max_requests` are out.
+    fn request(&self) -> Result<Option<Request<Full<Bytes>>>, String> {
         let i = self.counter.fetch_add(1, Ordering::Relaxed);
+        if self.max_requests.is_some_and(|max| i >= max) {
+            return Ok(None);
+        }
         let mut req = Request::builder()
             .method(self.method.clone())
             .uri(self.path.as_str())
@@ -202,6 +223,7 @@ impl Plan {
             req = req.header(name, value.render(i));
         }
         req.body(Full::new(Bytes::from(self.body.render(i))))
+            .map(Some)
             .map_err(|e| format!("cannot build request {i}: {e}"))
     }
 
@@ -234,14 +256,37 @@ pub fn run(spec: &LoadSpec) -> Result<Report, String> {
     runtime.block_on(drive(spec))
 }
 
+/// Runs every spec at once on one runtime of its own; the reports in the same order.
+pub fn run_all(specs: Vec<LoadSpec>) -> Result<Vec<Report>, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let tasks: Vec<_> = specs
+            .into_iter()
+            .map(|s| tokio::spawn(async move { drive(&s).await }))
+            .collect();
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.map_err(|e| format!("a load failed: {e}"))??);
+        }
+        Ok(out)
+    })
+}
+
 /// Runs `spec` on the current runtime.
 pub async fn drive(spec: &LoadSpec) -> Result<Report, String> {
     let plan = Arc::new(Plan::new(spec)?);
     let started = Instant::now();
     let deadline = started + spec.duration;
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..spec.clients {
-        tasks.spawn(client(plan.clone(), deadline));
+    for k in 0..spec.clients {
+        // Paced clients start spread over one period, not all at once.
+        let first = plan.period.map_or(started, |p| {
+            started + p.mul_f64(k as f64 / spec.clients as f64)
+        });
+        tasks.spawn(client(plan.clone(), first, deadline));
     }
     let mut all = Report {
         clients: spec.clients as u64,
@@ -255,10 +300,22 @@ pub async fn drive(spec: &LoadSpec) -> Result<Report, String> {
     Ok(all)
 }
 
-async fn client(plan: Arc<Plan>, deadline: Instant) -> Result<Report, String> {
+async fn client(plan: Arc<Plan>, first: Instant, deadline: Instant) -> Result<Report, String> {
     let mut tally = Report::default();
     let mut open: Option<SendRequest<Full<Bytes>>> = None;
+    let mut next = first;
     while Instant::now() < deadline {
+        if let Some(period) = plan.period {
+            let now = Instant::now();
+            if next > now {
+                tokio::time::sleep(next - now).await;
+            }
+            // A client that fell behind sends at once and doesn't try to catch up.
+            next = (next + period).max(Instant::now());
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
         let mut sender = match open.take() {
             Some(sender) if !sender.is_closed() => sender,
             _ => match plan.connect().await {
@@ -277,7 +334,9 @@ async fn client(plan: Arc<Plan>, deadline: Instant) -> Result<Report, String> {
         if sender.ready().await.is_err() {
             continue;
         }
-        let req = plan.request()?;
+        let Some(req) = plan.request()? else {
+            break;
+        };
         let sent = Instant::now();
         let exchange = async {
             let res = sender.send_request(req).await?;
@@ -369,10 +428,10 @@ mod tests {
         assert_eq!(r.reconnects(), 3);
     }
 
-    /// A server that answers every request with 201 and closes every second
-    /// connection after its answer, like Envoy after a local reply.
-    #[test]
-    fn a_closed_connection_is_reopened_and_counted() {
+    /// A server that answers every request with 201 `ok` and, with
+    /// `close_half`, closes every second connection after its answer, like
+    /// Envoy after a local reply. Its port.
+    fn serve_201(close_half: bool) -> u16 {
         use std::io::{BufRead, BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -399,7 +458,7 @@ mod tests {
                         }
                         let mut body = vec![0u8; length];
                         std::io::Read::read_exact(&mut reader, &mut body).unwrap();
-                        let close = n % 2 == 1;
+                        let close = close_half && n % 2 == 1;
                         let head = if close { "connection: close\r\n" } else { "" };
                         let _ = stream.write_all(
                             format!("HTTP/1.1 201 Created\r\ncontent-length: 2\r\n{head}\r\nok")
@@ -412,17 +471,28 @@ mod tests {
                 });
             }
         });
-        let report = run(&LoadSpec {
+        port
+    }
+
+    fn spec(port: u16, clients: usize, duration: Duration) -> LoadSpec {
+        LoadSpec {
             url: format!("http://127.0.0.1:{port}/hooks"),
             method: "POST".to_string(),
             headers: vec![("x-id".to_string(), "{i}".to_string())],
             body: "{}".to_string(),
-            clients: 2,
-            duration: Duration::from_millis(300),
+            clients,
+            duration,
             expect_body: Some("ok".to_string()),
             timeout: Duration::from_secs(5),
-        })
-        .unwrap();
+            rate: None,
+            max_requests: None,
+        }
+    }
+
+    #[test]
+    fn a_closed_connection_is_reopened_and_counted() {
+        let port = serve_201(true);
+        let report = run(&spec(port, 2, Duration::from_millis(300))).unwrap();
         assert!(report.ok > 0, "{}", report.line());
         assert_eq!(
             (report.non_2xx, report.bad_body),
@@ -431,5 +501,33 @@ mod tests {
             report.line()
         );
         assert!(report.reconnects() > 0, "{}", report.line());
+    }
+
+    #[test]
+    fn a_run_stops_after_max_requests() {
+        let port = serve_201(false);
+        let mut spec = spec(port, 4, Duration::from_secs(30));
+        spec.max_requests = Some(50);
+        let report = run(&spec).unwrap();
+        assert_eq!(report.ok, 50, "{}", report.line());
+        assert!(
+            report.elapsed < Duration::from_secs(30),
+            "{}",
+            report.line()
+        );
+    }
+
+    #[test]
+    fn a_paced_run_never_sends_faster_than_its_rate() {
+        let port = serve_201(false);
+        let mut spec = spec(port, 4, Duration::from_millis(1_000));
+        spec.rate = Some(100.0);
+        let report = run(&spec).unwrap();
+        // Client k of n first sends at k/n of its period, then once a period:
+        // at most 100 in the second, and at least one.
+        assert!(report.ok >= 1 && report.ok <= 100, "{}", report.line());
+        spec.rate = Some(0.0);
+        let err = run(&spec).err().unwrap();
+        assert!(err.contains("--rate") && err.contains('0'), "{err}");
     }
 }

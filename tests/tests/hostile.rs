@@ -7,6 +7,7 @@
 //! (`scripts/reliability.sh` puts them in `RELIABILITY.md`).
 
 use ankusa_testkit::envoy::fleet_filter_config;
+use ankusa_testkit::process::rss_kib;
 use ankusa_tests::fleet::{Fleet, FleetSpec};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -236,18 +237,6 @@ fn probes() -> Vec<Probe> {
             expect: &[201],
         },
     ]
-}
-
-/// Resident memory of `pid` (KiB) from `/proc`.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn save(name: &str, text: &str) {

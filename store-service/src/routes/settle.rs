@@ -19,7 +19,9 @@ pub async fn settle(shared: &Shared, req: Request<Incoming>) -> Result<Reply, St
         return Ok(json(StatusCode::OK, &SettleAnswer { applied: 0 }));
     }
     shared.backend.conn()?;
-    let done = shared.settler.submit(settle.ops)?;
+    // Half the time left for Redis work may go on gathering, the rest on the flush.
+    let flush_by = tokio::time::Instant::now() + super::deadline(budget) / 2;
+    let done = shared.settler.submit(settle.ops, flush_by)?;
     let applied = within(shared, "settle", budget, async move {
         done.await
             .unwrap_or_else(|_| Err(StoreError::Internal("settle flush was dropped".into())))

@@ -221,3 +221,50 @@ async fn a_silent_connection_does_not_delay_the_stop() {
     );
     drop(silent);
 }
+
+/// A settle window longer than a caller's budget: the caller's settle is
+/// flushed within its budget and answered, not held for the whole window
+/// (which answered 503 `timeout` before the window was cut by the budget);
+/// a second caller with a longer budget arriving meanwhile shares its flush.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_settle_window_is_cut_short_by_the_callers_budget() {
+    let redis = Redis::start();
+    let mut config = Config::for_redis(&redis.url());
+    config.settle_window_ms = 10_000;
+    let service = Service::start(config).await;
+    service.wait_ready(Duration::from_secs(20)).await;
+    let trips = "ankusa_store_pipeline_round_trips_total";
+    let trips_before = service.metric(trips).await;
+    let (http, url) = (Http::new(), service.at("/v1/settle"));
+    let long = {
+        let (http, url) = (http.clone(), url.clone());
+        tokio::spawn(async move {
+            http.post_with(
+                &url,
+                &[("x-ankusa-budget-ms", "5000")],
+                &promotes("long", 3),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (status, answer) = http
+        .post_with(
+            &url,
+            &[("x-ankusa-budget-ms", "300")],
+            &promotes("short", 2),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["applied"].as_u64()),
+        (200, Some(2)),
+        "{answer}"
+    );
+    let (status, answer) = long.await.expect("the long caller");
+    assert_eq!(
+        (status, answer["applied"].as_u64()),
+        (200, Some(3)),
+        "{answer}"
+    );
+    assert_eq!(service.metric(trips).await - trips_before, 1.0);
+}

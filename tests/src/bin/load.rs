@@ -1,4 +1,5 @@
-//! `load --url URL [--header k:v]… [--bearer-env VAR] [--body TEXT] [--clients N] [--seconds S]`
+//! `load --url URL [--header k:v]… [--bearer-env VAR] [--body TEXT] [--clients N] [--seconds S]
+//!       [--rate R] [--requests N]`
 //!
 //! Keep-alive HTTP/1.1 load for a fixed time; prints one `key=value` line
 //! (rate, p50/p99 of the ok answers, counts). `{i}` in a header value or the
@@ -38,6 +39,13 @@ struct Args {
     /// Longest wait for a connection or one answer, in seconds.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
+    /// Requests per second over all clients (each paced at its share);
+    /// without it every client sends as soon as its last answer is in.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Stop after this many requests (or at --seconds, whichever is first).
+    #[arg(long)]
+    requests: Option<u64>,
 }
 
 fn main() {
@@ -67,6 +75,8 @@ fn main() {
             duration,
             expect_body: args.expect_body,
             timeout: seconds("timeout", args.timeout)?,
+            rate: args.rate,
+            max_requests: args.requests,
         })
     });
     match spec.and_then(|spec| load::run(&spec)) {

@@ -7,7 +7,9 @@
 //! callout per hook (the store's `/healthz`), then the Ankusa filter on
 //! (b) node scopes, (d) node scopes verifying GitHub signatures, (c) fleet
 //! scopes (one `/v1/hit` per hook to a release ankusa-store on a real Redis)
-//! and (o) fleet scopes with the store unreachable and the breaker open.
+//! and (o) fleet scopes with the store unreachable and the breaker open;
+//! with `--baseline-wasm`, (B) and (C) run another build of the filter on
+//! (b)'s and (c)'s configurations, for a before/after in the same run.
 //! Quotas are high enough that nothing is refused.
 //!
 //! Every Envoy runs with one worker pinned to one core (`taskset`), and
@@ -27,9 +29,9 @@ use ankusa_testkit::paths;
 use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
-use ankusa_tests::fleet::stop_children;
+use ankusa_tests::fleet::stop_children_on_exit;
 use ankusa_tests::floors;
-use ankusa_tests::load::{self, LoadSpec, Report};
+use ankusa_tests::load::{self, LoadSpec};
 use clap::{Parser, ValueEnum};
 use std::time::Duration;
 
@@ -69,7 +71,7 @@ pub struct Args {
     concurrency: u32,
     #[arg(long, value_enum, default_value_t = Mode::Both)]
     mode: Mode,
-    /// The variants to run, by key (`alnfbdco` is all of them).
+    /// The variants to run, by key (`alnfbdco`; `B` and `C` need `--baseline-wasm`).
     #[arg(long, default_value = "alnfbdco")]
     only: String,
     /// The core every Envoy is pinned to.
@@ -81,20 +83,17 @@ pub struct Args {
     /// Pin nothing (a machine with one core, or a comparison with the old figures).
     #[arg(long)]
     no_pin: bool,
+    /// Another build of the filter (e.g. an older commit's), run by variants
+    /// (B) and (C) beside this tree's (b) and (c) for a paired before/after.
+    #[arg(long)]
+    baseline_wasm: Option<std::path::PathBuf>,
 }
 
 fn main() {
     let args = Args::parse();
     // Read by testkit::paths::workspace_bin: the store and intake as released.
     std::env::set_var("ANKUSA_PROFILE", "release");
-    // A release build aborts on panic without running destructors: stop the
-    // children from the hook, which runs either way.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        default_hook(info);
-        stop_children(Duration::from_secs(5));
-    }));
-    if let Err(e) = watch_signals() {
+    if let Err(e) = stop_children_on_exit("bench-edge") {
         eprintln!("bench-edge: {e}");
         std::process::exit(1);
     }
@@ -110,36 +109,6 @@ fn main() {
             std::process::exit(1);
         }
     }
-}
-
-/// On SIGTERM or SIGINT (a timeout, a ^C), stops every child and exits 130.
-/// Installed before any child starts.
-fn watch_signals() -> Result<(), String> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the signal runtime: {e}"))?;
-    let (mut term, mut int) = runtime
-        .block_on(async {
-            Ok::<_, std::io::Error>((
-                signal(SignalKind::terminate())?,
-                signal(SignalKind::interrupt())?,
-            ))
-        })
-        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    std::thread::spawn(move || {
-        runtime.block_on(async {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        });
-        eprintln!("bench-edge: stopping (signal)");
-        stop_children(Duration::from_secs(5));
-        std::process::exit(130);
-    });
-    Ok(())
 }
 
 fn seconds(flag: &str, v: f64) -> Result<Duration, String> {
@@ -194,26 +163,9 @@ fn load_spec(
         duration,
         expect_body: None,
         timeout: Duration::from_secs(10),
+        rate: None,
+        max_requests: None,
     }
-}
-
-/// Runs every spec at once on one runtime; the reports in the same order.
-fn load_all(specs: Vec<LoadSpec>) -> Result<Vec<Report>, String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(async {
-        let tasks: Vec<_> = specs
-            .into_iter()
-            .map(|s| tokio::spawn(async move { load::drive(&s).await }))
-            .collect();
-        let mut out = Vec::new();
-        for t in tasks {
-            out.push(t.await.map_err(|e| format!("a load failed: {e}"))??);
-        }
-        Ok(out)
-    })
 }
 
 fn run(args: &Args) -> Result<Vec<String>, String> {
@@ -237,6 +189,11 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
     }
     floors::wasm(floors::NOOP)?;
     floors::wasm(floors::CALLOUT)?;
+    if let Some(wasm) = &args.baseline_wasm {
+        if !wasm.is_file() {
+            return Err(format!("--baseline-wasm {}: no such file", wasm.display()));
+        }
+    }
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = !args.no_pin && cores >= 2;
@@ -265,7 +222,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
             serde_json::Value::Null,
         );
         spec.concurrency = args.concurrency;
-        let mut edge = variants::spawn(v, spec)?;
+        let mut edge = variants::spawn(v, spec, args.baseline_wasm.as_deref())?;
         edge.wait_ready(Duration::from_secs(90));
         if pinned {
             pin(edge.proc.pid(), args.envoy_cpu)?;
@@ -352,15 +309,20 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
                 .collect();
             let before: Vec<Snapshot> = edges.iter().map(|e| Snapshot::before(e, tick)).collect();
             let s0 = shared();
-            let reports = load_all(specs)?;
+            let reports = load::run_all(specs)?;
             let after: Vec<Snapshot> = edges.iter().map(|e| Snapshot::after(e, tick)).collect();
             let mut s1 = shared().since(s0);
             // The load generator serves every Envoy at once: no variant owns the others' CPU.
             s1.others_cpu = 0.0;
+            // Several variants calling the store share its counts in proportion to their hooks.
+            let store_hooks: u64 = (0..chosen.len())
+                .filter(|&i| chosen[i].hits_store())
+                .map(|i| reports[i].ok)
+                .sum();
             for (i, t) in tallies.iter_mut().enumerate() {
                 t.add(&reports[i], before[i], after[i]);
-                if chosen[i].hits_store() {
-                    t.add_shared(s1);
+                if chosen[i].hits_store() && store_hooks > 0 {
+                    t.add_shared(s1.scaled(reports[i].ok as f64 / store_hooks as f64));
                 }
             }
         }

@@ -156,6 +156,15 @@ impl Shared {
         }
     }
 
+    /// `self` times `share` (a variant's part of counts several variants made together).
+    pub fn scaled(self, share: f64) -> Shared {
+        Shared {
+            store_hits: self.store_hits * share,
+            redis_cmds: self.redis_cmds * share,
+            others_cpu: self.others_cpu * share,
+        }
+    }
+
     pub fn since(self, before: Shared) -> Shared {
         Shared {
             store_hits: self.store_hits - before.store_hits,

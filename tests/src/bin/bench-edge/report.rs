@@ -17,7 +17,7 @@ pub const GOALS: [(char, char, f64, &str); 2] = [
 ];
 
 /// Ratios printed for context, no goal attached.
-const CONTEXT: [(char, char, &str); 8] = [
+const CONTEXT: [(char, char, &str); 10] = [
     ('l', 'a', "native local_ratelimit / bare"),
     ('n', 'a', "no-op wasm / bare"),
     ('n', 'l', "no-op wasm / native local_ratelimit"),
@@ -26,6 +26,8 @@ const CONTEXT: [(char, char, &str); 8] = [
     ('d', 'b', "node + verify / node scopes"),
     ('c', 'b', "fleet scopes / node scopes"),
     ('o', 'b', "fleet, breaker open / node scopes"),
+    ('b', 'B', "node scopes / baseline build"),
+    ('c', 'C', "fleet scopes / baseline build"),
 ];
 
 /// Why `t` doesn't measure what `v` names, if it doesn't.

@@ -5,6 +5,7 @@ use ankusa_testkit::envoy::{fleet_filter_config, render, Edge, EdgeSpec};
 use ankusa_testkit::paths;
 use ankusa_tests::floors;
 use serde_json::{json, Value};
+use std::path::Path;
 
 /// What runs before the router.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub struct Variant {
     /// The `ankusa_store` cluster points at a port nobody listens on, and the
     /// breaker is open before the run is measured.
     pub store_down: bool,
+    /// Runs the filter build given by `--baseline-wasm` instead of this tree's.
+    pub baseline: bool,
 }
 
 impl Variant {
@@ -82,7 +85,16 @@ pub fn variants() -> Vec<Variant> {
         config,
         signed,
         store_down,
+        baseline: false,
     };
+    let baseline = |key, name, config: &Value| Variant {
+        baseline: true,
+        ..v(key, name, Module::Filter, config.clone(), false, false)
+    };
+    let (node_base, fleet_base) = (
+        baseline('B', "baseline build, node scopes", &node),
+        baseline('C', "baseline build, fleet scopes", &fleet),
+    );
     vec![
         v(
             'a',
@@ -148,16 +160,31 @@ pub fn variants() -> Vec<Variant> {
             false,
             true,
         ),
+        node_base,
+        fleet_base,
     ]
 }
 
-/// Starts (without waiting) `variant`'s Envoy from `spec`.
-pub fn spawn(variant: &Variant, mut spec: EdgeSpec) -> Result<Edge, String> {
+/// Starts (without waiting) `variant`'s Envoy from `spec`; a baseline
+/// variant loads `baseline` instead of this tree's filter.
+pub fn spawn(
+    variant: &Variant,
+    mut spec: EdgeSpec,
+    baseline: Option<&Path>,
+) -> Result<Edge, String> {
     if variant.signed {
         spec.vm_env = vec![(SECRET_ENV.to_string(), SECRET.to_string())];
     }
     let rendered = |spec: &EdgeSpec| render(spec, &paths::filter_wasm());
     match variant.module {
+        Module::Filter if variant.baseline => {
+            let wasm = baseline
+                .ok_or_else(|| format!("variant {:?} needs --baseline-wasm", variant.key))?;
+            spec.filter_config = variant.config.clone();
+            let ours = paths::filter_wasm().display().to_string();
+            let theirs = wasm.display().to_string();
+            Ok(Edge::spawn_with(spec, move |b| b.replace(&ours, &theirs)))
+        }
         Module::Filter => {
             spec.filter_config = variant.config.clone();
             Ok(Edge::spawn(spec))
@@ -251,7 +278,20 @@ pub fn signature() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+
+    #[test]
+    fn the_baseline_variants_run_the_node_and_fleet_configs() {
+        let v = variants();
+        let get = |k: char| v.iter().find(|x| x.key == k).unwrap();
+        for (base, ours) in [('B', 'b'), ('C', 'c')] {
+            assert!(get(base).baseline && !get(ours).baseline);
+            assert_eq!(get(base).config, get(ours).config);
+            assert_eq!(get(base).hits_store(), get(ours).hits_store());
+        }
+        let spec = EdgeSpec::new("edge-t", 1, 2, json!({"sources": {}}));
+        let err = spawn(get('B'), spec, None).err().unwrap();
+        assert!(err.contains("--baseline-wasm"), "{err}");
+    }
 
     fn full() -> String {
         let spec = EdgeSpec::new("edge-t", 1, 2, json!({"sources": {}}));
@@ -326,6 +366,6 @@ mod tests {
         }
         assert_eq!(open, fleet);
         let keys: String = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, "alnfbdco");
+        assert_eq!(keys, "alnfbdcoBC");
     }
 }
