@@ -86,8 +86,7 @@ pub fn route<'c>(config: &'c Config, path: &str) -> Result<Route<'c>, RouteError
         None => (None, rest),
         Some((tenant, source_id)) => (Some(tenant), source_id),
     };
-    if path_tenant.is_some_and(str::is_empty) || source_id.is_empty() || source_id.contains('/')
-    {
+    if path_tenant.is_some_and(str::is_empty) || source_id.is_empty() || source_id.contains('/') {
         return Err(RouteError::NotWebhookPath);
     }
     let source = config
