@@ -30,7 +30,8 @@ pub trait Host {
     fn store(&self) -> &Self::Store;
     /// µs since the unix epoch.
     fn now_us(&self) -> u64;
-    /// Ten random bytes for a hook id (`now_us`: a fallback's seed).
+    /// The random bytes of the next hook id (`now_us`: the hook's clock, for
+    /// a host that has nothing better to draw from).
     fn random(&self, now_us: u64) -> [u8; RANDOM_BYTES];
     fn request_headers(&self) -> RequestHeaders;
     fn set_request_header(&self, name: &str, value: Option<&str>);
