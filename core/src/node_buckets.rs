@@ -197,16 +197,16 @@ struct Placement {
 /// Node-scope GCRA over a [`CasStore`]; see the module docs for the layout.
 pub struct NodeBuckets<'s, S: CasStore> {
     store: &'s S,
-    prefix: String,
+    prefix: &'s str,
     slots: usize,
 }
 
 impl<'s, S: CasStore> NodeBuckets<'s, S> {
     /// A ring of `slots` keys named `{prefix}{index}` (at least one).
-    pub fn new(store: &'s S, prefix: &str, slots: usize) -> Self {
+    pub fn new(store: &'s S, prefix: &'s str, slots: usize) -> Self {
         NodeBuckets {
             store,
-            prefix: prefix.to_string(),
+            prefix,
             slots: slots.max(1),
         }
     }
@@ -217,8 +217,26 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
         (0..self.slots).map(move |i| self.key(i))
     }
 
+    /// `{prefix}{index}`, built without `format!` (every hook builds one).
     fn key(&self, index: usize) -> String {
-        format!("{}{}", self.prefix, index)
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut n = index;
+        loop {
+            at -= 1;
+            // A remainder below 10 fits a digit.
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut key = String::with_capacity(self.prefix.len() + digits.len() - at);
+        key.push_str(self.prefix);
+        for &d in &digits[at..] {
+            key.push(char::from(d));
+        }
+        key
     }
 
     fn home(&self, tenant: &str) -> usize {
@@ -588,6 +606,16 @@ mod tests {
         expected.sort();
         assert_eq!(store.keys(), expected, "a key outside the ring was written");
         assert_eq!(ring.len(), 64);
+    }
+
+    #[test]
+    fn ring_keys_are_the_prefix_and_the_index() {
+        let store = MapStore::new();
+        let nb = NodeBuckets::new(&store, "rl:", 1_000);
+        let keys: Vec<String> = nb.keys().collect();
+        assert_eq!(keys[..3], ["rl:0", "rl:1", "rl:2"]);
+        assert_eq!(keys[999], "rl:999");
+        assert_eq!(nb.key(usize::MAX), format!("rl:{}", usize::MAX));
     }
 
     #[test]

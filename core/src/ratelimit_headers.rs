@@ -141,21 +141,62 @@ pub fn window_s(quota: Quota) -> u64 {
 /// One `RateLimit-Policy` list member: `"hooks";q=100;w=2`, and for bytes
 /// `"bytes";q=1048576;qu="content-bytes";w=1`.
 pub fn policy_item(policy: Policy, quota: Quota) -> String {
-    let unit = match policy {
-        Policy::Hooks => "",
-        Policy::Bytes => ";qu=\"content-bytes\"",
-    };
-    format!(
-        "{};q={}{unit};w={}",
-        policy.item(),
-        quota.burst,
-        window_s(quota)
-    )
+    let mut out = String::with_capacity(48);
+    push_policy(&mut out, policy, quota);
+    out
 }
 
 /// One `RateLimit` list member: `"hooks";r=37;t=1`.
 pub fn ratelimit_item(policy: Policy, s: Standing) -> String {
-    format!("{};r={};t={}", policy.item(), s.remaining, s.reset_s)
+    let mut out = String::with_capacity(48);
+    push_ratelimit(&mut out, policy, s);
+    out
+}
+
+// Headers are written on every forwarded hook, so they are built by
+// appending digits: `format!` costs several times as much inside a wasm VM.
+
+fn push_policy(out: &mut String, policy: Policy, quota: Quota) {
+    out.push_str(policy.item());
+    out.push_str(";q=");
+    push_u64(out, quota.burst);
+    if policy == Policy::Bytes {
+        out.push_str(";qu=\"content-bytes\"");
+    }
+    out.push_str(";w=");
+    push_u64(out, window_s(quota));
+}
+
+fn push_ratelimit(out: &mut String, policy: Policy, s: Standing) {
+    out.push_str(policy.item());
+    out.push_str(";r=");
+    push_u64(out, s.remaining);
+    out.push_str(";t=");
+    push_u64(out, s.reset_s);
+}
+
+/// `n` in decimal.
+fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // A remainder below 10 fits a digit.
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+}
+
+fn decimal(n: u64) -> String {
+    let mut out = String::with_capacity(20);
+    push_u64(&mut out, n);
+    out
 }
 
 /// The headers for `mode` (names lower case, as proxy-wasm sets them) from
@@ -166,21 +207,25 @@ pub fn headers(
     hooks: (Quota, Standing),
     bytes: Option<(Quota, Standing)>,
 ) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(5);
     if mode.ietf() {
-        let mut policy = policy_item(Policy::Hooks, hooks.0);
-        let mut state = ratelimit_item(Policy::Hooks, hooks.1);
+        let mut policy = String::with_capacity(96);
+        let mut state = String::with_capacity(64);
+        push_policy(&mut policy, Policy::Hooks, hooks.0);
+        push_ratelimit(&mut state, Policy::Hooks, hooks.1);
         if let Some((q, s)) = bytes {
-            policy = format!("{policy}, {}", policy_item(Policy::Bytes, q));
-            state = format!("{state}, {}", ratelimit_item(Policy::Bytes, s));
+            policy.push_str(", ");
+            push_policy(&mut policy, Policy::Bytes, q);
+            state.push_str(", ");
+            push_ratelimit(&mut state, Policy::Bytes, s);
         }
         out.push(("ratelimit-policy", policy));
         out.push(("ratelimit", state));
     }
     if mode.legacy() {
-        out.push(("x-ratelimit-limit", hooks.0.burst.to_string()));
-        out.push(("x-ratelimit-remaining", hooks.1.remaining.to_string()));
-        out.push(("x-ratelimit-reset", hooks.1.reset_s.to_string()));
+        out.push(("x-ratelimit-limit", decimal(hooks.0.burst)));
+        out.push(("x-ratelimit-remaining", decimal(hooks.1.remaining)));
+        out.push(("x-ratelimit-reset", decimal(hooks.1.reset_s)));
     }
     out
 }

@@ -82,15 +82,13 @@ pub fn route<'c>(config: &'c Config, path: &str) -> Result<Route<'c>, RouteError
         .strip_prefix(PREFIX)
         .ok_or(RouteError::NotWebhookPath)?;
     let rest = rest.strip_suffix('/').unwrap_or(rest);
-    let segments: Vec<&str> = rest.split('/').collect();
-    if segments.iter().any(|s| s.is_empty()) {
+    let (path_tenant, source_id) = match rest.split_once('/') {
+        None => (None, rest),
+        Some((tenant, source_id)) => (Some(tenant), source_id),
+    };
+    if path_tenant.is_some_and(str::is_empty) || source_id.is_empty() || source_id.contains('/') {
         return Err(RouteError::NotWebhookPath);
     }
-    let (path_tenant, source_id) = match segments.as_slice() {
-        [source_id] => (None, *source_id),
-        [tenant, source_id] => (Some(*tenant), *source_id),
-        _ => return Err(RouteError::NotWebhookPath),
-    };
     let source = config
         .sources
         .get(source_id)

@@ -14,6 +14,7 @@ use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{Env, Level, Metric};
 use ankusa_core::hook::reply::LocalReply;
 use ankusa_core::hook::settle::Queued;
+use ankusa_core::hook_id::RANDOM_BYTES;
 use ankusa_core::verify::Keys;
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{BufferType, MapType};
@@ -29,8 +30,9 @@ pub trait Host {
     fn store(&self) -> &Self::Store;
     /// µs since the unix epoch.
     fn now_us(&self) -> u64;
-    /// Ten random bytes for a hook id (`now_us`: a fallback's seed).
-    fn random(&self, now_us: u64) -> [u8; 10];
+    /// The random bytes of the next hook id (`now_us`: the hook's clock, for
+    /// a host that has nothing better to draw from).
+    fn random(&self, now_us: u64) -> [u8; RANDOM_BYTES];
     fn request_headers(&self) -> RequestHeaders;
     fn set_request_header(&self, name: &str, value: Option<&str>);
     /// Sets a header on the upstream's response.
@@ -93,14 +95,9 @@ impl Host for ProxyHost {
         now_us()
     }
 
-    /// Should the host's randomness fail, the clock's low bits still make
-    /// ids distinct per µs (a hook id names a hook, it guards nothing).
-    fn random(&self, now_us: u64) -> [u8; 10] {
-        let mut random = [0u8; 10];
-        if getrandom::getrandom(&mut random).is_err() {
-            random[..8].copy_from_slice(&now_us.to_le_bytes());
-        }
-        random
+    /// From the VM's seed, drawn once (see [`ankusa_core::hook_id::IdBits`]).
+    fn random(&self, _now_us: u64) -> [u8; RANDOM_BYTES] {
+        self.0.id_bits()
     }
 
     fn request_headers(&self) -> RequestHeaders {

@@ -10,6 +10,7 @@ use ankusa_core::cas::ensure_keys;
 use ankusa_core::config::{Config, FleetConfig};
 use ankusa_core::edge_keys::{self, BUCKET_PREFIX, BUCKET_SLOTS};
 use ankusa_core::hook::settle::{Enqueued, Queued};
+use ankusa_core::hook_id::{IdBits, RANDOM_BYTES};
 use ankusa_core::node_buckets::NodeBuckets;
 use ankusa_core::verify::Keys;
 use ankusa_core::{node_name, reload, token, wire};
@@ -66,6 +67,9 @@ pub struct Runtime {
     pub queue_id: Option<u32>,
     /// Signing keys of the sources that verify their deliveries.
     pub keys: Keys,
+    /// The random bits of this VM's hook ids: one draw from the host's
+    /// randomness per configuration, none per hook.
+    ids: RefCell<IdBits>,
 }
 
 impl Runtime {
@@ -96,6 +100,7 @@ impl Runtime {
             metrics,
             queue_id,
             keys,
+            ids: RefCell::new(IdBits::new(id_seed())),
         };
         let changed = reload::note_limit_changes(&HOST, &runtime.config);
         if !changed.is_empty() {
@@ -109,6 +114,11 @@ impl Runtime {
             Some(node) => node.clone(),
             None => envoy_node_id(),
         })
+    }
+
+    /// The random bytes of the next hook id.
+    pub fn id_bits(&self) -> [u8; RANDOM_BYTES] {
+        self.ids.borrow_mut().next_bits()
     }
 
     /// Queues a settle operation; a full queue drops it and counts the drop.
@@ -170,6 +180,16 @@ fn dispatch(
             Duration::from_millis(timeout_ms),
         )
     })
+}
+
+/// The seed of this VM's hook ids. Should the host's randomness fail, the
+/// clock's µs still make one VM's seed differ from another's.
+fn id_seed() -> [u8; RANDOM_BYTES] {
+    let mut seed = [0u8; RANDOM_BYTES];
+    if getrandom::getrandom(&mut seed).is_err() {
+        seed[2..].copy_from_slice(&crate::shared::now_us().to_le_bytes());
+    }
+    seed
 }
 
 /// Envoy's node id (`--service-node`) as a wire name.

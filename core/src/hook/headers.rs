@@ -21,6 +21,11 @@ impl RequestHeaders {
             .and_then(|(_, v)| String::from_utf8(v.clone()).ok())
     }
 
+    /// [`RequestHeaders::get`] without a copy.
+    pub fn get_str(&self, name: &str) -> Option<&str> {
+        self.bytes(name).and_then(|v| std::str::from_utf8(v).ok())
+    }
+
     /// The first value of `name` as the sender's bytes, UTF-8 or not (an
     /// event id is keyed on its bytes).
     pub fn bytes(&self, name: &str) -> Option<&[u8]> {
@@ -61,12 +66,15 @@ mod tests {
         assert_eq!(h.get("X-Id").as_deref(), Some("a"));
         assert_eq!(h.get(":path").as_deref(), Some("/webhooks/gh"));
         assert_eq!(h.get("content-length"), None);
+        assert_eq!(h.get_str("X-Id"), Some("a"));
+        assert_eq!(h.get_str("content-length"), None);
     }
 
     #[test]
     fn a_value_that_is_not_utf8_reads_as_absent() {
         let h = headers(&[("x-id", &[0xff, 0x41])]);
         assert_eq!(h.get("x-id"), None);
+        assert_eq!(h.get_str("x-id"), None);
         assert_eq!(h.bytes("X-Id"), Some(&[0xff, 0x41][..]));
         assert_eq!(h.bytes("x-other"), None);
     }

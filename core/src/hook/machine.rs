@@ -256,7 +256,8 @@ impl Hook {
 
     /// Adds the hook's headers and lets it through, counted as `counted`.
     fn pass(&mut self, claim: Option<Claim>, counted: Metric) -> Step {
-        if let Some(facts) = self.facts.clone() {
+        // The facts are spent: nothing is decided after a hook is let through.
+        if let Some(facts) = self.facts.take() {
             self.emit(Effect::Header(HOOK_ID, Some(facts.hook_id)));
             self.emit(Effect::Header(TENANT, Some(facts.tenant)));
             self.emit(Effect::Header(SOURCE, Some(facts.source_id)));
@@ -429,20 +430,20 @@ impl Hook {
                 self.emit(Effect::Header(name, None));
             }
         }
-        let path = headers.get(":path").unwrap_or_default();
-        let route = match crate::route::route(env.config, &path) {
+        let path = headers.get_str(":path").unwrap_or_default();
+        let route = match crate::route::route(env.config, path) {
             Ok(route) => route,
             Err(e) => return self.reply(Outcome::NotFound, LocalReply::not_found(&e.to_string())),
         };
-        let method = headers.get(":method").unwrap_or_default();
-        let length = headers.get("content-length");
+        let method = headers.get_str(":method").unwrap_or_default();
+        let length = headers.get_str("content-length");
         let needs_body = match admit::check_headers(
             env.config,
             &route.tenant,
             route.source,
             env.keys.verifies(&route.source_id),
-            &method,
-            length.as_deref(),
+            method,
+            length,
         ) {
             Ok(checked) => checked.needs_body,
             Err((outcome, refusal)) => return self.reply(outcome, refusal),

@@ -188,3 +188,15 @@ fn modes_parse_their_spellings_only() {
     assert_eq!(HeadersMode::parse("IETF"), None);
     assert_eq!(HeadersMode::default(), HeadersMode::Ietf);
 }
+
+#[test]
+fn numbers_are_written_in_decimal_from_zero_to_u64_max() {
+    for n in [0, 7, 10, 99, 100, 1_000_000, 18_446_744_073_709_551_615] {
+        assert_eq!(decimal(n), n.to_string());
+    }
+    let quota = q(u64::MAX, u64::MAX);
+    assert_eq!(
+        policy_item(Policy::Bytes, quota),
+        "\"bytes\";q=18446744073709551615;qu=\"content-bytes\";w=1"
+    );
+}
