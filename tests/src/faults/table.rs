@@ -49,14 +49,29 @@ pub struct Row {
     /// Hooks of the run the intake holds, copies counted.
     pub stored: u64,
     pub stored_duplicates: u64,
+    /// Copies offered to the intake that its own dedupe index caught
+    /// (answered as duplicates, not stored again).
+    #[serde(default)]
+    pub intake_duplicates_caught: u64,
     pub duplicates_reason: Option<String>,
     /// Answers to the provider by status.
     pub answers: BTreeMap<u16, u64>,
     pub transport_errors: u64,
+    /// The provider's whole attempts (the intake's time included).
     pub p99_before_ms: f64,
     pub p99_during_ms: f64,
     pub added_p99_ms: f64,
+    /// The time the edges held a request, from their access logs: Envoy's
+    /// whole time less the intake's part (`x-envoy-upstream-service-time`).
+    #[serde(default)]
+    pub p99_edge_before_ms: f64,
+    #[serde(default)]
+    pub p99_edge_during_ms: f64,
+    #[serde(default)]
+    pub added_edge_p99_ms: f64,
     pub timeout_ms: u64,
+    #[serde(default)]
+    pub breaker_open_ms: u64,
     /// Highest `ankusa_fleet_breaker_state` over the edges (0 closed, 1 open, 2 half-open).
     pub breaker: Transitions,
     /// Highest `ankusa_fleet_limiter_degraded` over the edges and kinds.
@@ -66,8 +81,31 @@ pub struct Row {
     pub settle_dropped: u64,
     /// From the heal to the last hook answered without the store.
     pub resume_after_heal_ms: u64,
+    /// The most `resume_after_heal_ms` may be, for a fault whose heal is
+    /// whole at once: the breaker's open time plus a probe (see
+    /// [`resume_bound_ms`]).
+    #[serde(default)]
+    pub resume_bound_ms: Option<u64>,
+    /// Connections the fault proxy in front of the store closed unserved
+    /// because it was at its bound: the row would then measure the proxy.
+    #[serde(default)]
+    pub store_proxy_refused: u64,
     /// When the fault was injected and healed (s from the start of traffic).
     pub fault_s: [f64; 2],
+}
+
+/// What a hook may spend at the edge beyond `fleet.timeout_ms` (Envoy's own
+/// work, the filter's, the callout's timer): the "small margin" of the
+/// budget promise.
+pub const BUDGET_MARGIN_MS: u64 = 50;
+
+/// The longest fleet answers may take to resume after a heal that is whole at
+/// once: a probe sent to the broken place just before the heal fails after up
+/// to `timeout_ms` and opens the breaker again; the next probe leaves
+/// `open_ms` later and takes up to `timeout_ms`; the gauges are read every
+/// `sample_ms`.
+pub fn resume_bound_ms(open_ms: u64, timeout_ms: u64, sample_ms: u64) -> u64 {
+    open_ms + 2 * timeout_ms + sample_ms
 }
 
 impl Row {
@@ -99,6 +137,30 @@ impl Row {
                 self.fault, self.acknowledged_events, self.events
             ));
         }
+        if self.store_proxy_refused > 0 {
+            return Some(format!(
+                "{}: the fault proxy in front of the store closed {} connections at its bound: \
+                 the row measured the proxy, not the fault",
+                self.fault, self.store_proxy_refused
+            ));
+        }
+        let budget = self.timeout_ms + BUDGET_MARGIN_MS;
+        if self.p99_edge_during_ms > budget as f64 {
+            return Some(format!(
+                "{}: p99 time at the edge during the fault was {} ms, over fleet.timeout_ms {} \
+                 plus {BUDGET_MARGIN_MS} ms",
+                self.fault, self.p99_edge_during_ms, self.timeout_ms
+            ));
+        }
+        if let Some(bound) = self.resume_bound_ms {
+            if self.fallbacks > 0 && self.resume_after_heal_ms > bound {
+                return Some(format!(
+                    "{}: fleet answers resumed {} ms after the heal, over {bound} ms \
+                     (fleet.breaker_open_ms {} plus a probe)",
+                    self.fault, self.resume_after_heal_ms, self.breaker_open_ms
+                ));
+            }
+        }
         None
     }
 
@@ -108,9 +170,13 @@ impl Row {
             .iter()
             .map(|(code, n)| format!("{code}×{n}"))
             .collect();
+        let counts = format!(
+            "{} / {}",
+            self.intake_duplicates_caught, self.stored_duplicates
+        );
         let duplicates = match &self.duplicates_reason {
-            Some(why) => format!("{} ({why})", self.stored_duplicates),
-            None => self.stored_duplicates.to_string(),
+            Some(why) => format!("{counts} ({why})"),
+            None => counts,
         };
         let fault = if self.notes.is_empty() {
             self.fault.clone()
@@ -118,7 +184,7 @@ impl Row {
             format!("{} ({})", self.fault, self.notes.join("; "))
         };
         format!(
-            "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} ({:+}) | {} | {} | {} | {} | {} |",
+            "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} ({:+}) | {} | {} | {} | {} | {} | {} |",
             fault,
             self.fault_s[0],
             self.fault_s[1],
@@ -128,17 +194,18 @@ impl Row {
             self.lost,
             duplicates,
             answers.join(" "),
-            self.p99_before_ms,
+            self.p99_edge_before_ms,
+            self.p99_edge_during_ms,
+            self.added_edge_p99_ms,
             self.p99_during_ms,
-            self.added_p99_ms,
             self.timeout_ms,
             self.breaker.render(),
             self.degraded.render(),
             self.fallbacks,
-            if self.fallbacks == 0 {
-                "never stopped".to_string()
-            } else {
-                self.resume_after_heal_ms.to_string()
+            match (self.fallbacks, self.resume_bound_ms) {
+                (0, _) => "never stopped".to_string(),
+                (_, Some(bound)) => format!("{} (≤ {bound})", self.resume_after_heal_ms),
+                (_, None) => self.resume_after_heal_ms.to_string(),
             },
         )
     }
@@ -157,8 +224,8 @@ pub fn fault_table(rows: &[Row], order: &[&str]) -> String {
         )
     });
     let mut out = String::from(
-        "| fault | fault window (s) | events acked | deliveries | lost | stored duplicates | answers to the provider | p99 ms before / during (added) | fleet.timeout_ms | breaker | degraded | fall-backs | fleet answers resume after heal (ms) |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| fault | fault window (s) | events acked | deliveries | lost | duplicates caught by the intake / stored | answers to the provider | p99 ms at the edge before / during (added) | p99 ms end to end during | fleet.timeout_ms | breaker | degraded | fall-backs | fleet answers resume after heal (ms) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for row in sorted {
         out.push_str(&row.markdown());
