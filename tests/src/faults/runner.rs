@@ -506,6 +506,18 @@ fn p99_of(durations: impl Iterator<Item = Duration>) -> f64 {
     (ms[i] * 10.0).round() / 10.0
 }
 
+/// Hits the store itself failed (Redis over the budget or unreachable), so far.
+fn store_hit_errors(store: &Store) -> u64 {
+    ["timeout", "redis_unavailable"]
+        .iter()
+        .map(|r| {
+            store.metric(&format!(
+                "ankusa_store_requests_total{{endpoint=\"hit\",result=\"{r}\"}}"
+            ))
+        })
+        .sum::<f64>() as u64
+}
+
 /// The intake's count of copies its own index caught (`GET /stats`).
 fn intake_duplicates_caught(intake: &str) -> u64 {
     let url = format!("{}/stats", intake.trim_end_matches('/'));
@@ -552,6 +564,7 @@ pub fn run_row_with(
     let samples = Mutex::new(Vec::new());
     let (done, flap) = (AtomicBool::new(false), AtomicBool::new(false));
     let mut heal_at = plan.heal_at;
+    let mut errors_at_heal = 0;
     let start = Instant::now();
     let start_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -596,6 +609,7 @@ pub fn run_row_with(
         std::thread::sleep(plan.heal_at.saturating_sub(start.elapsed()));
         heal(fault, &mut fleet, flap);
         heal_at = heal_at.max(start.elapsed());
+        errors_at_heal = store_hit_errors(&fleet.store);
         provider
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -640,6 +654,7 @@ pub fn run_row_with(
         p99_at_edge_ms(&held, start_unix_ms, plan.fault_at, heal_at, None),
     );
     let caught = intake_duplicates_caught(&fleet.intake.url());
+    let store_errors_after_heal = store_hit_errors(&fleet.store).saturating_sub(errors_at_heal);
     // Fleet answers resume when fall-backs stop: the last sample after the
     // heal in which the edges' fall-back count still grew.
     let last_growth = samples
@@ -681,6 +696,7 @@ pub fn run_row_with(
             .heals_at_once()
             .then(|| resume_bound_ms(BREAKER_OPEN_MS, TIMEOUT_MS, SAMPLE_EVERY.as_millis() as u64)),
         store_proxy_refused: fleet.store_proxy.refused(),
+        store_errors_after_heal,
         fault_s: [plan.fault_at.as_secs_f64(), heal_at.as_secs_f64()],
     };
     for edge in &mut fleet.edges {

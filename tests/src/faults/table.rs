@@ -90,6 +90,11 @@ pub struct Row {
     /// because it was at its bound: the row would then measure the proxy.
     #[serde(default)]
     pub store_proxy_refused: u64,
+    /// Hits the store itself failed (Redis over the budget or unreachable,
+    /// answered 503) from the heal to the end: fall-backs after a heal that
+    /// the store, not the breaker, caused.
+    #[serde(default)]
+    pub store_errors_after_heal: u64,
     /// When the fault was injected and healed (s from the start of traffic).
     pub fault_s: [f64; 2],
 }
@@ -164,6 +169,23 @@ impl Row {
         None
     }
 
+    fn resume_cell(&self) -> String {
+        if self.fallbacks == 0 {
+            return "never stopped".into();
+        }
+        let mut cell = match self.resume_bound_ms {
+            Some(bound) => format!("{} (≤ {bound})", self.resume_after_heal_ms),
+            None => self.resume_after_heal_ms.to_string(),
+        };
+        if self.store_errors_after_heal > 0 {
+            cell.push_str(&format!(
+                "; the store failed {} hits itself after the heal",
+                self.store_errors_after_heal
+            ));
+        }
+        cell
+    }
+
     fn markdown(&self) -> String {
         let answers: Vec<String> = self
             .answers
@@ -202,11 +224,7 @@ impl Row {
             self.breaker.render(),
             self.degraded.render(),
             self.fallbacks,
-            match (self.fallbacks, self.resume_bound_ms) {
-                (0, _) => "never stopped".to_string(),
-                (_, Some(bound)) => format!("{} (≤ {bound})", self.resume_after_heal_ms),
-                (_, None) => self.resume_after_heal_ms.to_string(),
-            },
+            self.resume_cell(),
         )
     }
 }
