@@ -477,9 +477,9 @@ pub fn p99_ms(attempts: &[&Attempt]) -> f64 {
     p99_of(attempts.iter().map(|a| a.took))
 }
 
-/// The 99th percentile of the time the edges held each request that
-/// started within `[from, to)` and, when `ended_by` is given, was over by
-/// then (ms from the run's start); ms, 0 when none.
+/// The 99th percentile of the time the edges held each answered request
+/// that started within `[from, to)` and, when `ended_by` is given, was over
+/// by then (ms from the run's start); ms, 0 when none.
 fn p99_at_edge_ms(
     held: &[Held],
     run_start_unix_ms: u64,
@@ -490,6 +490,9 @@ fn p99_at_edge_ms(
     let ms = |d: Duration| run_start_unix_ms + d.as_millis() as u64;
     p99_of(
         held.iter()
+            // Status 0: the sender left before any answer (the provider's
+            // own timeout), so nothing was held for it.
+            .filter(|h| h.status != 0)
             .filter(|h| h.start_unix_ms >= ms(from) && h.start_unix_ms < ms(to))
             .filter(|h| ended_by.is_none_or(|end| h.start_unix_ms + h.total_ms < ms(end)))
             .map(|h| Duration::from_millis(h.at_edge_ms())),
