@@ -1,6 +1,7 @@
 //! One row of the fault suite: start the fleet, deliver, break, heal, audit.
 
 use super::scenario::Fault;
+use super::stalls::{self, Series};
 use super::table::{resume_bound_ms, Row, Transitions};
 use crate::provider::audit;
 use crate::provider::profile::{Profile, DEFAULT_SECRET};
@@ -13,6 +14,7 @@ use ankusa_testkit::ports::free_port;
 use ankusa_testkit::process::scratch_dir;
 use ankusa_testkit::redis::{cli, Redis, RedisCluster};
 use ankusa_testkit::store::Store;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -97,8 +99,8 @@ pub struct FaultFleet {
     /// Shared with the thread that flaps it.
     pub intake_proxy: Arc<FaultProxy>,
     pub edges: Vec<Edge>,
-    /// Access logs of edges since replaced (a killed edge's).
-    pub old_access_logs: Vec<PathBuf>,
+    /// Access logs of edges since replaced (a killed edge's), with their pid.
+    pub old_access_logs: Vec<(PathBuf, u32)>,
     pub dir: PathBuf,
 }
 
@@ -429,7 +431,8 @@ fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
             let spec = fleet.edges[0].spec.clone();
             let _ = fleet.edges[0].proc.stop(Duration::from_secs(1));
             if let Some(log) = fleet.edges[0].access_log.clone() {
-                fleet.old_access_logs.push(log);
+                let pid = fleet.edges[0].proc.pid();
+                fleet.old_access_logs.push((log, pid));
             }
             fleet.edges[0] = Edge::start_lds_logged(spec);
         }
@@ -477,26 +480,41 @@ pub fn p99_ms(attempts: &[&Attempt]) -> f64 {
     p99_of(attempts.iter().map(|a| a.took))
 }
 
-/// The 99th percentile of the time the edges held each answered request
-/// that started within `[from, to)` and, when `ended_by` is given, was over
-/// by then (ms from the run's start); ms, 0 when none.
-fn p99_at_edge_ms(
-    held: &[Held],
+/// The requests the edges answered (with the pid of the edge) that started
+/// within `[from, to)` and, when `ended_by` is given, were over by then (ms
+/// from the run's start).
+fn held_within(
+    held: &[(Held, u32)],
     run_start_unix_ms: u64,
     from: Duration,
     to: Duration,
     ended_by: Option<Duration>,
-) -> f64 {
+) -> Vec<(Held, u32)> {
     let ms = |d: Duration| run_start_unix_ms + d.as_millis() as u64;
-    p99_of(
+    held.iter()
+        // Status 0: the sender left before any answer (the provider's
+        // own timeout), so nothing was held for it.
+        .filter(|(h, _)| h.status != 0)
+        .filter(|(h, _)| h.start_unix_ms >= ms(from) && h.start_unix_ms < ms(to))
+        .filter(|(h, _)| ended_by.is_none_or(|end| h.start_unix_ms + h.total_ms < ms(end)))
+        .copied()
+        .collect()
+}
+
+/// The p99 of the time at the edge of `held` (ms), and the same with the
+/// time each request's worker waited for a CPU meanwhile taken out.
+fn p99_at_edge_ms(held: &[(Held, u32)], waits: &HashMap<u32, Series>) -> (f64, f64) {
+    let all = p99_of(
         held.iter()
-            // Status 0: the sender left before any answer (the provider's
-            // own timeout), so nothing was held for it.
-            .filter(|h| h.status != 0)
-            .filter(|h| h.start_unix_ms >= ms(from) && h.start_unix_ms < ms(to))
-            .filter(|h| ended_by.is_none_or(|end| h.start_unix_ms + h.total_ms < ms(end)))
-            .map(|h| Duration::from_millis(h.at_edge_ms())),
-    )
+            .map(|(h, _)| Duration::from_millis(h.at_edge_ms())),
+    );
+    let running = p99_of(held.iter().map(|(h, pid)| {
+        let waited = waits.get(pid).map_or(0, |s| {
+            s.waited_ms(h.start_unix_ms, h.start_unix_ms + h.total_ms)
+        });
+        Duration::from_millis(h.at_edge_ms().saturating_sub(waited))
+    }));
+    (all, running)
 }
 
 fn p99_of(durations: impl Iterator<Item = Duration>) -> f64 {
@@ -569,15 +587,15 @@ pub fn run_row_with(
     let mut heal_at = plan.heal_at;
     let mut errors_at_heal = 0;
     let start = Instant::now();
-    let start_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let outcome = std::thread::scope(|s| {
+    let start_unix_ms = stalls::unix_ms();
+    let pids: Vec<u32> = fleet.edges.iter().map(|e| e.proc.pid()).collect();
+    let (outcome, stalls) = std::thread::scope(|s| {
         let provider = s.spawn(|| {
             let outcome = run::run(&options);
             done.store(true, Ordering::SeqCst);
             outcome
         });
+        let watcher = s.spawn(|| stalls::watch(&pids, &done));
         s.spawn(|| {
             while !done.load(Ordering::SeqCst) {
                 let at = start.elapsed();
@@ -613,9 +631,10 @@ pub fn run_row_with(
         heal(fault, &mut fleet, flap);
         heal_at = heal_at.max(start.elapsed());
         errors_at_heal = store_hit_errors(&fleet.store);
-        provider
+        let outcome = provider
             .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (outcome, watcher.join().unwrap_or_default())
     });
     let samples = samples.into_inner().unwrap_or_else(|p| p.into_inner());
     let audit = audit::audit(
@@ -640,22 +659,42 @@ pub fn run_row_with(
         .filter(|a| a.started >= plan.fault_at && a.started < heal_at)
         .collect();
     let (p99_before, p99_during) = (p99_ms(&before), p99_ms(&during));
-    let held: Vec<Held> = fleet
+    let held: Vec<(Held, u32)> = fleet
         .old_access_logs
         .iter()
-        .chain(fleet.edges.iter().filter_map(|e| e.access_log.as_ref()))
-        .flat_map(|path| access_log::read(path))
+        .cloned()
+        .chain(
+            fleet
+                .edges
+                .iter()
+                .filter_map(|e| Some((e.access_log.clone()?, e.proc.pid()))),
+        )
+        .flat_map(|(path, pid)| access_log::read(&path).into_iter().map(move |h| (h, pid)))
         .collect();
-    let (edge_before, edge_during) = (
-        p99_at_edge_ms(
+    let (edge_before, _) = p99_at_edge_ms(
+        &held_within(
             &held,
             start_unix_ms,
             WARM_UP,
             plan.fault_at,
             Some(plan.fault_at),
         ),
-        p99_at_edge_ms(&held, start_unix_ms, plan.fault_at, heal_at, None),
+        &stalls,
     );
+    let (edge_during, edge_during_running) = p99_at_edge_ms(
+        &held_within(&held, start_unix_ms, plan.fault_at, heal_at, None),
+        &stalls,
+    );
+    let (fault_from, fault_to) = (
+        start_unix_ms + plan.fault_at.as_millis() as u64,
+        start_unix_ms + heal_at.as_millis() as u64,
+    );
+    // The most any one edge's worker waited for a CPU during the fault.
+    let stalled_during = stalls
+        .values()
+        .map(|s| s.waited_ms(fault_from, fault_to))
+        .max()
+        .unwrap_or(0);
     let caught = intake_duplicates_caught(&fleet.intake.url());
     let store_errors_after_heal = store_hit_errors(&fleet.store).saturating_sub(errors_at_heal);
     // Fleet answers resume when fall-backs stop: the last sample after the
@@ -688,6 +727,8 @@ pub fn run_row_with(
         p99_edge_before_ms: edge_before,
         p99_edge_during_ms: edge_during,
         added_edge_p99_ms: ((edge_during - edge_before) * 10.0).round() / 10.0,
+        p99_edge_during_running_ms: edge_during_running,
+        stalled_during_ms: stalled_during,
         timeout_ms: TIMEOUT_MS,
         breaker_open_ms: BREAKER_OPEN_MS,
         breaker: Transitions::of(samples.iter().map(|s| s.breaker_max)),
