@@ -705,6 +705,21 @@ pub fn run_row_with(
         .map(|w| w[1].at)
         .next_back();
     let resume_ms = last_growth.map_or(0, |at| (at - heal_at).as_millis() as u64);
+    // The breaker closed for good: the sample after the last one in which
+    // some edge's breaker was not closed.
+    let closed = samples
+        .iter()
+        .rposition(|s| s.breaker_max != 0.0)
+        .and_then(|i| samples.get(i + 1));
+    let breaker_closed_ms = closed.map_or(0, |s| s.at.saturating_sub(heal_at).as_millis() as u64);
+    let fallbacks_at_close = closed
+        .filter(|s| s.at >= heal_at)
+        .or_else(|| samples.iter().find(|s| s.at >= heal_at))
+        .map_or(0.0, |s| s.fallback_sum);
+    let fallbacks_after_close = samples
+        .last()
+        .map_or(0.0, |s| s.fallback_sum - fallbacks_at_close)
+        .max(0.0) as u64;
     let acked_events = outcome.acknowledged.iter().filter(|a| **a).count() as u64;
     let row = Row {
         fault: fault.name().into(),
@@ -736,6 +751,8 @@ pub fn run_row_with(
         fallbacks: samples.last().map_or(0.0, |s| s.fallback_sum) as u64,
         settle_dropped: samples.last().map_or(0.0, |s| s.settle_dropped_sum) as u64,
         resume_after_heal_ms: resume_ms,
+        breaker_closed_after_heal_ms: breaker_closed_ms,
+        fallbacks_after_close,
         resume_bound_ms: fault
             .heals_at_once()
             .then(|| resume_bound_ms(BREAKER_OPEN_MS, TIMEOUT_MS, SAMPLE_EVERY.as_millis() as u64)),

@@ -88,8 +88,16 @@ pub struct Row {
     pub settle_dropped: u64,
     /// From the heal to the last hook answered without the store.
     pub resume_after_heal_ms: u64,
-    /// The most `resume_after_heal_ms` may be, for a fault whose heal is
-    /// whole at once: the breaker's open time plus a probe (see
+    /// From the heal until every edge's breaker was closed for good (0: it
+    /// was by the heal, or never opened).
+    #[serde(default)]
+    pub breaker_closed_after_heal_ms: u64,
+    /// Fall-backs after that: single calls that failed (mostly over the
+    /// budget) with the breaker closed.
+    #[serde(default)]
+    pub fallbacks_after_close: u64,
+    /// The most `breaker_closed_after_heal_ms` may be, for a fault whose heal
+    /// is whole at once: the breaker's open time plus a probe (see
     /// [`resume_bound_ms`]).
     #[serde(default)]
     pub resume_bound_ms: Option<u64>,
@@ -168,11 +176,11 @@ impl Row {
             ));
         }
         if let Some(bound) = self.resume_bound_ms {
-            if self.fallbacks > 0 && self.resume_after_heal_ms > bound {
+            if self.breaker_closed_after_heal_ms > bound {
                 return Some(format!(
-                    "{}: fleet answers resumed {} ms after the heal, over {bound} ms \
+                    "{}: the breaker closed {} ms after the heal, over {bound} ms \
                      (fleet.breaker_open_ms {} plus a probe)",
-                    self.fault, self.resume_after_heal_ms, self.breaker_open_ms
+                    self.fault, self.breaker_closed_after_heal_ms, self.breaker_open_ms
                 ));
             }
         }
@@ -183,10 +191,19 @@ impl Row {
         if self.fallbacks == 0 {
             return "never stopped".into();
         }
-        let mut cell = match self.resume_bound_ms {
-            Some(bound) => format!("{} (≤ {bound})", self.resume_after_heal_ms),
-            None => self.resume_after_heal_ms.to_string(),
-        };
+        let bound = self
+            .resume_bound_ms
+            .map_or(String::new(), |b| format!(" ≤ {b}"));
+        let mut cell = format!(
+            "{}; breaker closed at {}{bound}",
+            self.resume_after_heal_ms, self.breaker_closed_after_heal_ms
+        );
+        if self.fallbacks_after_close > 0 {
+            cell.push_str(&format!(
+                "; {} single calls failed after",
+                self.fallbacks_after_close
+            ));
+        }
         if self.store_errors_after_heal > 0 {
             cell.push_str(&format!(
                 "; the store failed {} hits itself after the heal",
@@ -257,7 +274,7 @@ pub fn fault_table(rows: &[Row], order: &[&str]) -> String {
         )
     });
     let mut out = String::from(
-        "| fault | fault window (s) | events acked | deliveries | lost | duplicates caught by the intake / stored | answers to the provider | p99 ms at the edge before / during (added) | p99 ms at the edge during, less the worker's wait for a CPU | p99 ms end to end during | fleet.timeout_ms | breaker | degraded | fall-backs | fleet answers resume after heal (ms) |\n\
+        "| fault | fault window (s) | events acked | deliveries | lost | duplicates caught by the intake / stored | answers to the provider | p99 ms at the edge before / during (added) | p99 ms at the edge during, less the worker's wait for a CPU | p99 ms end to end during | fleet.timeout_ms | breaker | degraded | fall-backs | after the heal (ms): last fall-back; breaker closed for good |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for row in sorted {
