@@ -3,6 +3,7 @@
 //! The bootstrap is `envoy/edge.template.yaml` with its `{{NAME}}`
 //! placeholders filled in, written to a scratch folder beside Envoy's log.
 
+use crate::access_log;
 use crate::http::{self, Response};
 use crate::paths;
 use crate::ports::free_port;
@@ -65,6 +66,8 @@ pub struct Edge {
     pub dir: PathBuf,
     /// The listener file Envoy watches, when the listener comes from file-based LDS.
     lds: Option<PathBuf>,
+    /// The listener's access log, when the edge writes one ([`Edge::start_lds_logged`]).
+    pub access_log: Option<PathBuf>,
 }
 
 const LISTENERS: &str = "  listeners:\n";
@@ -195,7 +198,15 @@ impl Edge {
     /// Starts Envoy with its listener from file-based LDS, so [`Edge::reload`]
     /// can change the plugin configuration while it runs; waits until ready.
     pub fn start_lds(spec: EdgeSpec) -> Edge {
-        let mut edge = Edge::spawn_inner(spec, |b| b, true, Some(run_token()));
+        let mut edge = Edge::spawn_inner(spec, |b| b, true, Some(run_token()), false);
+        edge.wait_ready(Duration::from_secs(30));
+        edge
+    }
+
+    /// [`Edge::start_lds`], and the listener writes an access log
+    /// ([`crate::access_log`]) in the edge's folder, kept across reloads.
+    pub fn start_lds_logged(spec: EdgeSpec) -> Edge {
+        let mut edge = Edge::spawn_inner(spec, |b| b, true, Some(run_token()), true);
         edge.wait_ready(Duration::from_secs(30));
         edge
     }
@@ -203,7 +214,7 @@ impl Edge {
     /// Starts Envoy without waiting, on the rendered bootstrap as `tweak` rewrites it
     /// (a test's variant of one cluster, say).
     pub fn spawn_with(spec: EdgeSpec, tweak: impl FnOnce(String) -> String) -> Edge {
-        Edge::spawn_inner(spec, tweak, false, Some(run_token()))
+        Edge::spawn_inner(spec, tweak, false, Some(run_token()), false)
     }
 
     /// Starts Envoy with `token` (or none) as the store token in its
@@ -216,7 +227,7 @@ impl Edge {
 
     /// [`Edge::start_with_token`] without waiting (for a token that must be refused).
     pub fn spawn_with_token(spec: EdgeSpec, token: Option<&str>) -> Edge {
-        Edge::spawn_inner(spec, |b| b, false, token)
+        Edge::spawn_inner(spec, |b| b, false, token, false)
     }
 
     /// Every edge gets the store token through Envoy's environment: the
@@ -227,10 +238,15 @@ impl Edge {
         tweak: impl FnOnce(String) -> String,
         lds: bool,
         token: Option<&str>,
+        logged: bool,
     ) -> Edge {
         let dir = scratch_dir(&format!("edge-{}", spec.node));
         let bootstrap = dir.join("edge.yaml");
+        let access_log = logged.then(|| dir.join("access.log"));
         let mut text = tweak(render(&spec, &paths::filter_wasm()));
+        if let Some(path) = &access_log {
+            text = access_log::with_access_log(&text, path);
+        }
         let lds = lds.then(|| {
             // A folder of its own: Envoy reloads on any file moved into it.
             let folder = dir.join("lds");
@@ -269,6 +285,7 @@ impl Edge {
             spec,
             dir,
             lds,
+            access_log,
         }
     }
 
@@ -281,7 +298,11 @@ impl Edge {
         };
         let mut spec = self.spec.clone();
         spec.filter_config = filter_config;
-        let (_, listener) = split_lds(&render(&spec, &paths::filter_wasm()), &file);
+        let mut text = render(&spec, &paths::filter_wasm());
+        if let Some(path) = &self.access_log {
+            text = access_log::with_access_log(&text, path);
+        }
+        let (_, listener) = split_lds(&text, &file);
         let counter = |name: &str| self.stat(&format!("envoy_listener_manager_lds_{name}"));
         let (accepted, rejected) = (counter("update_success"), counter("update_rejected"));
         let next = file.with_extension("next");

@@ -49,7 +49,7 @@ pub enum Mode {
 }
 
 /// Client connections served at once; more are closed as soon as accepted.
-pub const MAX_CONNECTIONS: usize = 128;
+pub const MAX_CONNECTIONS: usize = 1024;
 /// How long an upstream connection stays open after its client closed, so a
 /// request sent just before the client gave up still runs.
 pub const LINGER: Duration = Duration::from_secs(5);

@@ -8,10 +8,12 @@
 //! - [`intake`]: the sample intake (the upstream the edges forward to).
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
 //! - [`envoy`]: a real Envoy edge with the Ankusa filter.
+//! - [`access_log`]: an edge's access log, the time a request spent at the edge.
 //! - [`fault`]: a TCP proxy that delays, blackholes, resets or garbles, switched at runtime.
 //! - [`prometheus`]: a real Prometheus scraping them, and `promtool`.
 //! - [`token`]: the store token of a test run, passed to store and edges by environment.
 
+pub mod access_log;
 pub mod envoy;
 pub mod fault;
 pub mod http;

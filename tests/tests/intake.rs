@@ -144,6 +144,12 @@ fn copies_racing_in_together_are_stored_once() {
         15
     );
     assert_eq!(stored_ids(&intake).len(), 1);
+    let stats = http::get(&format!("{url}/stats")).expect("GET /stats");
+    assert_eq!(
+        stats.json(),
+        serde_json::json!({"hooks": 1, "duplicates_caught": 15}),
+        "the intake counts the copies its index caught"
+    );
 }
 
 #[test]

@@ -1,10 +1,12 @@
 //! One row of the fault suite: start the fleet, deliver, break, heal, audit.
 
 use super::scenario::Fault;
-use super::table::{Row, Transitions};
+use super::stalls::{self, Series};
+use super::table::{resume_bound_ms, Row, Transitions};
 use crate::provider::audit;
 use crate::provider::profile::{Profile, DEFAULT_SECRET};
 use crate::provider::run::{self, Attempt, Options};
+use ankusa_testkit::access_log::{self, Held};
 use ankusa_testkit::envoy::{find_metric, fleet_filter_config, Edge, EdgeSpec};
 use ankusa_testkit::fault::{FaultProxy, Mode};
 use ankusa_testkit::intake::Intake;
@@ -12,6 +14,7 @@ use ankusa_testkit::ports::free_port;
 use ankusa_testkit::process::scratch_dir;
 use ankusa_testkit::redis::{cli, Redis, RedisCluster};
 use ankusa_testkit::store::Store;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,6 +22,9 @@ use std::time::{Duration, Instant};
 
 /// The plugin's `fleet.timeout_ms` in every row.
 pub const TIMEOUT_MS: u64 = 250;
+/// The plugin's `fleet.breaker_open_ms` in every row: short, so resumption
+/// shows within a row.
+pub const BREAKER_OPEN_MS: u64 = 1000;
 /// Edges in every row.
 pub const EDGES: usize = 2;
 /// Attempts started this early are left out of the baseline p99: the first
@@ -69,7 +75,7 @@ pub fn row_config(fault: Fault) -> serde_json::Value {
     let mut config = fleet_filter_config();
     config["fleet"]["timeout_ms"] = TIMEOUT_MS.into();
     config["fleet"]["pending_ttl_ms"] = 5000.into();
-    config["fleet"]["breaker_open_ms"] = 1000.into();
+    config["fleet"]["breaker_open_ms"] = BREAKER_OPEN_MS.into();
     if fault == Fault::SettleOverflow {
         config["fleet"]["settle_queue_max"] = 8.into();
     }
@@ -93,6 +99,8 @@ pub struct FaultFleet {
     /// Shared with the thread that flaps it.
     pub intake_proxy: Arc<FaultProxy>,
     pub edges: Vec<Edge>,
+    /// Access logs of edges since replaced (a killed edge's), with their pid.
+    pub old_access_logs: Vec<(PathBuf, u32)>,
     pub dir: PathBuf,
 }
 
@@ -122,8 +130,9 @@ impl FaultFleet {
         let intake_proxy = Arc::new(FaultProxy::start(intake.port));
         let mut edges: Vec<Edge> = (1..=EDGES)
             .map(|i| {
-                // File-based listeners, so a row can reload the plugin configuration.
-                Edge::start_lds(EdgeSpec {
+                // File-based listeners, so a row can reload the plugin configuration;
+                // access logs, so a row can tell the edge's time from the intake's.
+                Edge::start_lds_logged(EdgeSpec {
                     node: format!("edge-{i}"),
                     listen_port: free_port(),
                     admin_port: free_port(),
@@ -148,6 +157,7 @@ impl FaultFleet {
             intake,
             intake_proxy,
             edges,
+            old_access_logs: Vec::new(),
             dir,
         }
     }
@@ -420,7 +430,11 @@ fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
         Fault::EdgeKilled => {
             let spec = fleet.edges[0].spec.clone();
             let _ = fleet.edges[0].proc.stop(Duration::from_secs(1));
-            fleet.edges[0] = Edge::start_lds(spec);
+            if let Some(log) = fleet.edges[0].access_log.clone() {
+                let pid = fleet.edges[0].proc.pid();
+                fleet.old_access_logs.push((log, pid));
+            }
+            fleet.edges[0] = Edge::start_lds_logged(spec);
         }
         Fault::IntakeFailing => intake_flap.store(false, Ordering::SeqCst),
         Fault::IntakeTimeout => fleet.intake_proxy.set_mode(Mode::Pass),
@@ -463,16 +477,76 @@ fn sample(urls: &[String], at: Duration) -> Sample {
 
 /// The 99th percentile of `took` over `attempts` (ms), 0 when none.
 pub fn p99_ms(attempts: &[&Attempt]) -> f64 {
-    let mut ms: Vec<f64> = attempts
-        .iter()
-        .map(|a| a.took.as_secs_f64() * 1000.0)
-        .collect();
+    p99_of(attempts.iter().map(|a| a.took))
+}
+
+/// The requests the edges answered (with the pid of the edge) that started
+/// within `[from, to)` and, when `ended_by` is given, were over by then (ms
+/// from the run's start).
+fn held_within(
+    held: &[(Held, u32)],
+    run_start_unix_ms: u64,
+    from: Duration,
+    to: Duration,
+    ended_by: Option<Duration>,
+) -> Vec<(Held, u32)> {
+    let ms = |d: Duration| run_start_unix_ms + d.as_millis() as u64;
+    held.iter()
+        // Status 0: the sender left before any answer (the provider's
+        // own timeout), so nothing was held for it.
+        .filter(|(h, _)| h.status != 0)
+        .filter(|(h, _)| h.start_unix_ms >= ms(from) && h.start_unix_ms < ms(to))
+        .filter(|(h, _)| ended_by.is_none_or(|end| h.start_unix_ms + h.total_ms < ms(end)))
+        .copied()
+        .collect()
+}
+
+/// The p99 of the time at the edge of `held` (ms), and the same with the
+/// time each request's worker waited for a CPU meanwhile taken out.
+fn p99_at_edge_ms(held: &[(Held, u32)], waits: &HashMap<u32, Series>) -> (f64, f64) {
+    let all = p99_of(
+        held.iter()
+            .map(|(h, _)| Duration::from_millis(h.at_edge_ms())),
+    );
+    let running = p99_of(held.iter().map(|(h, pid)| {
+        let waited = waits.get(pid).map_or(0, |s| {
+            s.waited_ms(h.start_unix_ms, h.start_unix_ms + h.total_ms)
+        });
+        Duration::from_millis(h.at_edge_ms().saturating_sub(waited))
+    }));
+    (all, running)
+}
+
+fn p99_of(durations: impl Iterator<Item = Duration>) -> f64 {
+    let mut ms: Vec<f64> = durations.map(|d| d.as_secs_f64() * 1000.0).collect();
     if ms.is_empty() {
         return 0.0;
     }
     ms.sort_by(f64::total_cmp);
     let i = ((ms.len() as f64 * 0.99).ceil() as usize).clamp(1, ms.len()) - 1;
     (ms[i] * 10.0).round() / 10.0
+}
+
+/// Hits the store itself failed (Redis over the budget or unreachable), so far.
+fn store_hit_errors(store: &Store) -> u64 {
+    ["timeout", "redis_unavailable"]
+        .iter()
+        .map(|r| {
+            store.metric(&format!(
+                "ankusa_store_requests_total{{endpoint=\"hit\",result=\"{r}\"}}"
+            ))
+        })
+        .sum::<f64>() as u64
+}
+
+/// The intake's count of copies its own index caught (`GET /stats`).
+fn intake_duplicates_caught(intake: &str) -> u64 {
+    let url = format!("{}/stats", intake.trim_end_matches('/'));
+    ankusa_testkit::http::get(&url)
+        .ok()
+        .filter(|r| r.status == 200)
+        .and_then(|r| r.json()["duplicates_caught"].as_u64())
+        .unwrap_or_else(|| panic!("GET {url} gave no duplicates_caught"))
 }
 
 /// Runs `fault` as one row and returns its figures. Panics only when the
@@ -511,13 +585,17 @@ pub fn run_row_with(
     let samples = Mutex::new(Vec::new());
     let (done, flap) = (AtomicBool::new(false), AtomicBool::new(false));
     let mut heal_at = plan.heal_at;
+    let mut errors_at_heal = 0;
     let start = Instant::now();
-    let outcome = std::thread::scope(|s| {
+    let start_unix_ms = stalls::unix_ms();
+    let pids: Vec<u32> = fleet.edges.iter().map(|e| e.proc.pid()).collect();
+    let (outcome, stalls) = std::thread::scope(|s| {
         let provider = s.spawn(|| {
             let outcome = run::run(&options);
             done.store(true, Ordering::SeqCst);
             outcome
         });
+        let watcher = s.spawn(|| stalls::watch(&pids, &done));
         s.spawn(|| {
             while !done.load(Ordering::SeqCst) {
                 let at = start.elapsed();
@@ -552,9 +630,11 @@ pub fn run_row_with(
         std::thread::sleep(plan.heal_at.saturating_sub(start.elapsed()));
         heal(fault, &mut fleet, flap);
         heal_at = heal_at.max(start.elapsed());
-        provider
+        errors_at_heal = store_hit_errors(&fleet.store);
+        let outcome = provider
             .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (outcome, watcher.join().unwrap_or_default())
     });
     let samples = samples.into_inner().unwrap_or_else(|p| p.into_inner());
     let audit = audit::audit(
@@ -566,10 +646,12 @@ pub fn run_row_with(
     )
     .unwrap_or_else(|e| panic!("{}: audit failed: {e}", fault.name()));
 
+    // The baseline: attempts over before the fault began (one still running
+    // when it began would carry the fault into the baseline).
     let before: Vec<&Attempt> = outcome
         .attempts
         .iter()
-        .filter(|a| a.started >= WARM_UP && a.started < plan.fault_at)
+        .filter(|a| a.started >= WARM_UP && a.started + a.took < plan.fault_at)
         .collect();
     let during: Vec<&Attempt> = outcome
         .attempts
@@ -577,6 +659,44 @@ pub fn run_row_with(
         .filter(|a| a.started >= plan.fault_at && a.started < heal_at)
         .collect();
     let (p99_before, p99_during) = (p99_ms(&before), p99_ms(&during));
+    let held: Vec<(Held, u32)> = fleet
+        .old_access_logs
+        .iter()
+        .cloned()
+        .chain(
+            fleet
+                .edges
+                .iter()
+                .filter_map(|e| Some((e.access_log.clone()?, e.proc.pid()))),
+        )
+        .flat_map(|(path, pid)| access_log::read(&path).into_iter().map(move |h| (h, pid)))
+        .collect();
+    let (edge_before, _) = p99_at_edge_ms(
+        &held_within(
+            &held,
+            start_unix_ms,
+            WARM_UP,
+            plan.fault_at,
+            Some(plan.fault_at),
+        ),
+        &stalls,
+    );
+    let (edge_during, edge_during_running) = p99_at_edge_ms(
+        &held_within(&held, start_unix_ms, plan.fault_at, heal_at, None),
+        &stalls,
+    );
+    let (fault_from, fault_to) = (
+        start_unix_ms + plan.fault_at.as_millis() as u64,
+        start_unix_ms + heal_at.as_millis() as u64,
+    );
+    // The most any one edge's worker waited for a CPU during the fault.
+    let stalled_during = stalls
+        .values()
+        .map(|s| s.waited_ms(fault_from, fault_to))
+        .max()
+        .unwrap_or(0);
+    let caught = intake_duplicates_caught(&fleet.intake.url());
+    let store_errors_after_heal = store_hit_errors(&fleet.store).saturating_sub(errors_at_heal);
     // Fleet answers resume when fall-backs stop: the last sample after the
     // heal in which the edges' fall-back count still grew.
     let last_growth = samples
@@ -585,6 +705,21 @@ pub fn run_row_with(
         .map(|w| w[1].at)
         .next_back();
     let resume_ms = last_growth.map_or(0, |at| (at - heal_at).as_millis() as u64);
+    // The breaker closed for good: the sample after the last one in which
+    // some edge's breaker was not closed.
+    let closed = samples
+        .iter()
+        .rposition(|s| s.breaker_max != 0.0)
+        .and_then(|i| samples.get(i + 1));
+    let breaker_closed_ms = closed.map_or(0, |s| s.at.saturating_sub(heal_at).as_millis() as u64);
+    let fallbacks_at_close = closed
+        .filter(|s| s.at >= heal_at)
+        .or_else(|| samples.iter().find(|s| s.at >= heal_at))
+        .map_or(0.0, |s| s.fallback_sum);
+    let fallbacks_after_close = samples
+        .last()
+        .map_or(0.0, |s| s.fallback_sum - fallbacks_at_close)
+        .max(0.0) as u64;
     let acked_events = outcome.acknowledged.iter().filter(|a| **a).count() as u64;
     let row = Row {
         fault: fault.name().into(),
@@ -596,19 +731,33 @@ pub fn run_row_with(
         lost_keys: audit.lost_keys,
         stored: audit.stored,
         stored_duplicates: audit.stored_duplicates,
-        duplicates_reason: (audit.stored_duplicates > 0)
+        intake_duplicates_caught: caught,
+        duplicates_reason: (audit.stored_duplicates > 0 || caught > 0)
             .then(|| fault.duplicates_reason().to_string()),
         answers: outcome.tally.answers.clone(),
         transport_errors: outcome.tally.transport_errors,
         p99_before_ms: p99_before,
         p99_during_ms: p99_during,
         added_p99_ms: ((p99_during - p99_before) * 10.0).round() / 10.0,
+        p99_edge_before_ms: edge_before,
+        p99_edge_during_ms: edge_during,
+        added_edge_p99_ms: ((edge_during - edge_before) * 10.0).round() / 10.0,
+        p99_edge_during_running_ms: edge_during_running,
+        stalled_during_ms: stalled_during,
         timeout_ms: TIMEOUT_MS,
+        breaker_open_ms: BREAKER_OPEN_MS,
         breaker: Transitions::of(samples.iter().map(|s| s.breaker_max)),
         degraded: Transitions::of(samples.iter().map(|s| s.degraded_max)),
         fallbacks: samples.last().map_or(0.0, |s| s.fallback_sum) as u64,
         settle_dropped: samples.last().map_or(0.0, |s| s.settle_dropped_sum) as u64,
         resume_after_heal_ms: resume_ms,
+        breaker_closed_after_heal_ms: breaker_closed_ms,
+        fallbacks_after_close,
+        resume_bound_ms: fault
+            .heals_at_once()
+            .then(|| resume_bound_ms(BREAKER_OPEN_MS, TIMEOUT_MS, SAMPLE_EVERY.as_millis() as u64)),
+        store_proxy_refused: fleet.store_proxy.refused(),
+        store_errors_after_heal,
         fault_s: [plan.fault_at.as_secs_f64(), heal_at.as_secs_f64()],
     };
     for edge in &mut fleet.edges {

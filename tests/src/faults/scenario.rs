@@ -100,6 +100,24 @@ impl Fault {
         matches!(self, Fault::ClusterFailover | Fault::ClusterSlotMigration)
     }
 
+    /// Whether the store's place is whole again the moment the fault heals
+    /// (a fault of the proxy in front of a store that kept running): fleet
+    /// answers must then resume within the breaker's open time plus a probe.
+    /// A restarted or thawed store, Redis or Cluster first has its own
+    /// catching up to do.
+    pub fn heals_at_once(self) -> bool {
+        matches!(
+            self,
+            Fault::StoreBlackholed
+                | Fault::StoreSlowBelow
+                | Fault::StoreSlowAbove
+                | Fault::StoreGarbage
+                | Fault::Store401
+                | Fault::Store503
+                | Fault::SettleOverflow
+        )
+    }
+
     /// Why this fault may store an event twice, when it may.
     pub fn duplicates_reason(self) -> &'static str {
         match self {

@@ -49,14 +49,36 @@ pub struct Row {
     /// Hooks of the run the intake holds, copies counted.
     pub stored: u64,
     pub stored_duplicates: u64,
+    /// Copies offered to the intake that its own dedupe index caught
+    /// (answered as duplicates, not stored again).
+    #[serde(default)]
+    pub intake_duplicates_caught: u64,
     pub duplicates_reason: Option<String>,
     /// Answers to the provider by status.
     pub answers: BTreeMap<u16, u64>,
     pub transport_errors: u64,
+    /// The provider's whole attempts (the intake's time included).
     pub p99_before_ms: f64,
     pub p99_during_ms: f64,
     pub added_p99_ms: f64,
+    /// The time the edges held a request, from their access logs: Envoy's
+    /// whole time less the intake's part (`x-envoy-upstream-service-time`).
+    #[serde(default)]
+    pub p99_edge_before_ms: f64,
+    #[serde(default)]
+    pub p99_edge_during_ms: f64,
+    #[serde(default)]
+    pub added_edge_p99_ms: f64,
+    /// `p99_edge_during_ms` with the time each request's Envoy worker waited
+    /// for a CPU taken out (see `faults::stalls`): what the budget check holds.
+    #[serde(default)]
+    pub p99_edge_during_running_ms: f64,
+    /// The most one edge's worker waited for a CPU during the fault (ms).
+    #[serde(default)]
+    pub stalled_during_ms: u64,
     pub timeout_ms: u64,
+    #[serde(default)]
+    pub breaker_open_ms: u64,
     /// Highest `ankusa_fleet_breaker_state` over the edges (0 closed, 1 open, 2 half-open).
     pub breaker: Transitions,
     /// Highest `ankusa_fleet_limiter_degraded` over the edges and kinds.
@@ -66,8 +88,44 @@ pub struct Row {
     pub settle_dropped: u64,
     /// From the heal to the last hook answered without the store.
     pub resume_after_heal_ms: u64,
+    /// From the heal until every edge's breaker was closed for good (0: it
+    /// was by the heal, or never opened).
+    #[serde(default)]
+    pub breaker_closed_after_heal_ms: u64,
+    /// Fall-backs after that: single calls that failed (mostly over the
+    /// budget) with the breaker closed.
+    #[serde(default)]
+    pub fallbacks_after_close: u64,
+    /// The most `breaker_closed_after_heal_ms` may be, for a fault whose heal
+    /// is whole at once: the breaker's open time plus a probe (see
+    /// [`resume_bound_ms`]).
+    #[serde(default)]
+    pub resume_bound_ms: Option<u64>,
+    /// Connections the fault proxy in front of the store closed unserved
+    /// because it was at its bound: the row would then measure the proxy.
+    #[serde(default)]
+    pub store_proxy_refused: u64,
+    /// Hits the store itself failed (Redis over the budget or unreachable,
+    /// answered 503) from the heal to the end: fall-backs after a heal that
+    /// the store, not the breaker, caused.
+    #[serde(default)]
+    pub store_errors_after_heal: u64,
     /// When the fault was injected and healed (s from the start of traffic).
     pub fault_s: [f64; 2],
+}
+
+/// What a hook may spend at the edge beyond `fleet.timeout_ms` (Envoy's own
+/// work, the filter's, the callout's timer): the "small margin" of the
+/// budget promise.
+pub const BUDGET_MARGIN_MS: u64 = 50;
+
+/// The longest fleet answers may take to resume after a heal that is whole at
+/// once: a probe sent to the broken place just before the heal fails after up
+/// to `timeout_ms` and opens the breaker again; the next probe leaves
+/// `open_ms` later and takes up to `timeout_ms`; the gauges are read every
+/// `sample_ms`.
+pub fn resume_bound_ms(open_ms: u64, timeout_ms: u64, sample_ms: u64) -> u64 {
+    open_ms + 2 * timeout_ms + sample_ms
 }
 
 impl Row {
@@ -99,7 +157,60 @@ impl Row {
                 self.fault, self.acknowledged_events, self.events
             ));
         }
+        if self.store_proxy_refused > 0 {
+            return Some(format!(
+                "{}: the fault proxy in front of the store closed {} connections at its bound: \
+                 the row measured the proxy, not the fault",
+                self.fault, self.store_proxy_refused
+            ));
+        }
+        let budget = self.timeout_ms + BUDGET_MARGIN_MS;
+        if self.p99_edge_during_running_ms > budget as f64 {
+            return Some(format!(
+                "{}: p99 time at the edge during the fault was {} ms ({} ms less the time the \
+                 Envoy worker waited for a CPU), over fleet.timeout_ms {} plus {BUDGET_MARGIN_MS} ms",
+                self.fault,
+                self.p99_edge_during_ms,
+                self.p99_edge_during_running_ms,
+                self.timeout_ms
+            ));
+        }
+        if let Some(bound) = self.resume_bound_ms {
+            if self.breaker_closed_after_heal_ms > bound {
+                return Some(format!(
+                    "{}: the breaker closed {} ms after the heal, over {bound} ms \
+                     (fleet.breaker_open_ms {} plus a probe)",
+                    self.fault, self.breaker_closed_after_heal_ms, self.breaker_open_ms
+                ));
+            }
+        }
         None
+    }
+
+    fn resume_cell(&self) -> String {
+        if self.fallbacks == 0 {
+            return "never stopped".into();
+        }
+        let bound = self
+            .resume_bound_ms
+            .map_or(String::new(), |b| format!(" ≤ {b}"));
+        let mut cell = format!(
+            "{}; breaker closed at {}{bound}",
+            self.resume_after_heal_ms, self.breaker_closed_after_heal_ms
+        );
+        if self.fallbacks_after_close > 0 {
+            cell.push_str(&format!(
+                "; {} single calls failed after",
+                self.fallbacks_after_close
+            ));
+        }
+        if self.store_errors_after_heal > 0 {
+            cell.push_str(&format!(
+                "; the store failed {} hits itself after the heal",
+                self.store_errors_after_heal
+            ));
+        }
+        cell
     }
 
     fn markdown(&self) -> String {
@@ -108,17 +219,25 @@ impl Row {
             .iter()
             .map(|(code, n)| format!("{code}×{n}"))
             .collect();
+        let counts = format!(
+            "{} / {}",
+            self.intake_duplicates_caught, self.stored_duplicates
+        );
         let duplicates = match &self.duplicates_reason {
-            Some(why) => format!("{} ({why})", self.stored_duplicates),
-            None => self.stored_duplicates.to_string(),
+            Some(why) => format!("{counts} ({why})"),
+            None => counts,
         };
         let fault = if self.notes.is_empty() {
             self.fault.clone()
         } else {
             format!("{} ({})", self.fault, self.notes.join("; "))
         };
+        let running = format!(
+            "{} (worker waited {} ms)",
+            self.p99_edge_during_running_ms, self.stalled_during_ms
+        );
         format!(
-            "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} ({:+}) | {} | {} | {} | {} | {} |",
+            "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} ({:+}) | {} | {} | {} | {} | {} | {} | {} |",
             fault,
             self.fault_s[0],
             self.fault_s[1],
@@ -128,18 +247,16 @@ impl Row {
             self.lost,
             duplicates,
             answers.join(" "),
-            self.p99_before_ms,
+            self.p99_edge_before_ms,
+            self.p99_edge_during_ms,
+            self.added_edge_p99_ms,
+            running,
             self.p99_during_ms,
-            self.added_p99_ms,
             self.timeout_ms,
             self.breaker.render(),
             self.degraded.render(),
             self.fallbacks,
-            if self.fallbacks == 0 {
-                "never stopped".to_string()
-            } else {
-                self.resume_after_heal_ms.to_string()
-            },
+            self.resume_cell(),
         )
     }
 }
@@ -157,8 +274,8 @@ pub fn fault_table(rows: &[Row], order: &[&str]) -> String {
         )
     });
     let mut out = String::from(
-        "| fault | fault window (s) | events acked | deliveries | lost | stored duplicates | answers to the provider | p99 ms before / during (added) | fleet.timeout_ms | breaker | degraded | fall-backs | fleet answers resume after heal (ms) |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| fault | fault window (s) | events acked | deliveries | lost | duplicates caught by the intake / stored | answers to the provider | p99 ms at the edge before / during (added) | p99 ms at the edge during, less the worker's wait for a CPU | p99 ms end to end during | fleet.timeout_ms | breaker | degraded | fall-backs | after the heal (ms): last fall-back; breaker closed for good |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for row in sorted {
         out.push_str(&row.markdown());
@@ -275,6 +392,68 @@ mod tests {
             lines[3].starts_with("| redis-frozen | 1.0–2.0 | 1/1 |"),
             "{merged}"
         );
+    }
+
+    fn row(extra: serde_json::Value) -> Row {
+        let mut v = serde_json::json!({
+            "fault": "store-frozen", "events": 1, "deliveries": 1, "acknowledged_events": 1,
+            "lost": 0, "lost_keys": [], "stored": 1, "stored_duplicates": 0,
+            "duplicates_reason": null, "answers": {}, "transport_errors": 0,
+            "p99_before_ms": 1.0, "p99_during_ms": 2.0, "added_p99_ms": 1.0, "timeout_ms": 250,
+            "breaker_open_ms": 1000, "breaker": [0.0], "degraded": [0.0], "fallbacks": 1,
+            "settle_dropped": 0, "resume_after_heal_ms": 0, "fault_s": [1.0, 2.0]
+        });
+        if let (Some(v), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
+            v.extend(extra.clone());
+        }
+        serde_json::from_value(v).expect("row")
+    }
+
+    #[test]
+    fn the_budget_is_held_on_the_edge_time_less_the_workers_cpu_wait() {
+        let ok = row(serde_json::json!({
+            "p99_edge_during_ms": 420.0, "p99_edge_during_running_ms": 300.0
+        }));
+        assert_eq!(ok.broken_promise(), None);
+        let over = row(serde_json::json!({
+            "p99_edge_during_ms": 320.0, "p99_edge_during_running_ms": 301.0
+        }));
+        let broken = over.broken_promise().expect("over the budget");
+        assert!(
+            broken.contains("over fleet.timeout_ms 250 plus 50 ms"),
+            "{broken}"
+        );
+    }
+
+    #[test]
+    fn the_breaker_must_close_within_its_bound_when_the_heal_is_whole() {
+        let bound = resume_bound_ms(1000, 250, 100);
+        assert_eq!(bound, 1600);
+        let late = |closed: u64, bound: Option<u64>| {
+            row(serde_json::json!({
+                "breaker_closed_after_heal_ms": closed, "resume_bound_ms": bound,
+                "resume_after_heal_ms": 7000
+            }))
+            .broken_promise()
+        };
+        assert_eq!(
+            late(1600, Some(bound)),
+            None,
+            "single late fall-backs are no breach"
+        );
+        assert!(late(1700, Some(bound)).is_some());
+        assert_eq!(
+            late(5000, None),
+            None,
+            "no bound for a fault that heals slowly"
+        );
+    }
+
+    #[test]
+    fn a_store_proxy_at_its_bound_fails_the_row() {
+        let refused = row(serde_json::json!({"store_proxy_refused": 3}));
+        let broken = refused.broken_promise().expect("the proxy was measured");
+        assert!(broken.contains("closed 3 connections"), "{broken}");
     }
 
     #[test]

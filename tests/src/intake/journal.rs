@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
 
@@ -75,6 +76,8 @@ pub struct Journal {
     jobs: mpsc::Sender<Job>,
     /// Summaries of every synced hook, in journal order, for `GET /hooks`.
     hooks: Arc<Mutex<Vec<serde_json::Value>>>,
+    /// Copies the index caught since the start, for `GET /stats`.
+    caught: Arc<AtomicU64>,
 }
 
 impl Journal {
@@ -105,6 +108,7 @@ impl Journal {
             hooks.push(record.summary());
         }
         let hooks = Arc::new(Mutex::new(hooks));
+        let caught = Arc::new(AtomicU64::new(0));
         let (jobs, rx) = mpsc::channel();
         let writer = Writer {
             file,
@@ -112,13 +116,18 @@ impl Journal {
             index,
             ttl_ms: dedupe_ttl_ms,
             hooks: hooks.clone(),
+            caught: caught.clone(),
             since_sweep: 0,
         };
         std::thread::Builder::new()
             .name("journal-writer".into())
             .spawn(move || writer.run(rx))
             .map_err(|e| format!("cannot start the journal writer: {e}"))?;
-        Ok(Journal { jobs, hooks })
+        Ok(Journal {
+            jobs,
+            hooks,
+            caught,
+        })
     }
 
     /// Stores `record` unless its key is held; returns once the answer is durable.
@@ -130,6 +139,17 @@ impl Journal {
         answer
             .await
             .map_err(|_| "journal writer stopped".to_string())?
+    }
+
+    /// Copies answered as duplicates (caught by the index, not stored again)
+    /// since the start.
+    pub fn duplicates_caught(&self) -> u64 {
+        self.caught.load(Ordering::SeqCst)
+    }
+
+    /// How many hooks are stored.
+    pub fn stored(&self) -> usize {
+        self.hooks.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// Every stored hook as `{"id","tenant","source","event_key"}`.
@@ -193,6 +213,7 @@ struct Writer {
     index: HashMap<DedupeKey, (String, u64)>,
     ttl_ms: u64,
     hooks: Arc<Mutex<Vec<serde_json::Value>>>,
+    caught: Arc<AtomicU64>,
     since_sweep: usize,
 }
 
@@ -229,6 +250,7 @@ impl Writer {
                 })
             });
             if let Some(old) = held {
+                self.caught.fetch_add(1, Ordering::SeqCst);
                 outcomes.push(Ok(Outcome::Duplicate(old)));
                 continue;
             }

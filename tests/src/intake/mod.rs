@@ -3,8 +3,9 @@
 //! Any `POST` stores the hook durably ([`journal`]) and answers
 //! `201 {"status":"accepted","id":ID}`; a hook whose (tenant, source, event key)
 //! it already holds answers `201 {"status":"accepted","id":OLD,"duplicate":true}`
-//! with `x-ankusa-hook-id: OLD`. `GET /hooks` lists what is stored, `GET /healthz`
-//! answers 200. Test headers: `x-intake-delay-ms: N` sleeps before answering,
+//! with `x-ankusa-hook-id: OLD`. `GET /hooks` lists what is stored, `GET /stats`
+//! counts it and the copies the index caught (`{"hooks":N,"duplicates_caught":N}`),
+//! `GET /healthz` answers 200. Test headers: `x-intake-delay-ms: N` sleeps before answering,
 //! `x-intake-status: CODE` answers CODE and stores nothing.
 
 pub mod journal;

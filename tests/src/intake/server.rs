@@ -92,6 +92,13 @@ async fn answer(req: Request<Incoming>, journal: Journal) -> Answer {
             StatusCode::OK,
             serde_json::Value::Array(journal.summaries()),
         )),
+        (&Method::GET, "/stats") => Ok(json(
+            StatusCode::OK,
+            serde_json::json!({
+                "hooks": journal.stored(),
+                "duplicates_caught": journal.duplicates_caught(),
+            }),
+        )),
         (&Method::POST, _) => store(req, journal).await,
         (&Method::GET, path) => Err(error(
             StatusCode::NOT_FOUND,
@@ -101,7 +108,7 @@ async fn answer(req: Request<Incoming>, journal: Journal) -> Answer {
         (method, _) => Err(error(
             StatusCode::METHOD_NOT_ALLOWED,
             "method_not_allowed",
-            &format!("method {method} is not allowed: POST a hook, GET /hooks or /healthz"),
+            &format!("method {method} is not allowed: POST a hook, GET /hooks, /stats or /healthz"),
         )),
     }
 }

@@ -1,0 +1,121 @@
+//! An edge's access log: how long Envoy held each request, and the upstream's
+//! part of it, so a test can tell the time a hook spent at the edge (waiting
+//! for the store, in the filter, in Envoy) from the time the intake took.
+//!
+//! Only edges started with [`crate::envoy::Edge::start_lds_logged`] write one;
+//! the template itself has no access log, so benchmarks pay nothing for it.
+
+use std::path::Path;
+
+/// One line per request: when it started (Unix seconds, ms precision),
+/// Envoy's whole time (`%DURATION%`, first byte in to last byte out, ms),
+/// the upstream's time (`x-envoy-upstream-service-time`, ms; `-` for a
+/// local reply) and the status.
+pub const FORMAT: &str =
+    "%START_TIME(%s.%3f)% %DURATION% %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% %RESPONSE_CODE%\\n";
+
+/// Where the HTTP connection manager of the template's listener is named.
+const ANCHOR: &str = "          stat_prefix: webhooks\n";
+
+/// `bootstrap` (a rendered template) with the listener's access log at `path`.
+/// Panics if the template's listener has moved (the anchor is gone).
+pub fn with_access_log(bootstrap: &str, path: &Path) -> String {
+    let at = bootstrap
+        .find(ANCHOR)
+        .map(|i| i + ANCHOR.len())
+        .expect("the template's listener names stat_prefix: webhooks");
+    let block = format!(
+        "          access_log:\n\
+         \x20         - name: envoy.access_loggers.file\n\
+         \x20           typed_config:\n\
+         \x20             \"@type\": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog\n\
+         \x20             path: \"{}\"\n\
+         \x20             log_format: {{ text_format: \"{FORMAT}\" }}\n",
+        path.display()
+    );
+    format!("{}{block}{}", &bootstrap[..at], &bootstrap[at..])
+}
+
+/// One request as the access log tells it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Held {
+    /// When Envoy got its first byte (Unix ms).
+    pub start_unix_ms: u64,
+    /// Envoy's whole time (ms).
+    pub total_ms: u64,
+    /// The upstream's part (ms); `None` for a local reply.
+    pub upstream_ms: Option<u64>,
+    pub status: u16,
+}
+
+impl Held {
+    /// The time the request spent at the edge itself: the whole less the upstream's part.
+    pub fn at_edge_ms(&self) -> u64 {
+        self.total_ms.saturating_sub(self.upstream_ms.unwrap_or(0))
+    }
+}
+
+/// Parses one line of [`FORMAT`]; `None` for anything else.
+pub fn parse_line(line: &str) -> Option<Held> {
+    let mut parts = line.split_whitespace();
+    let start: f64 = parts.next()?.parse().ok()?;
+    let total_ms = parts.next()?.parse().ok()?;
+    let upstream_ms = match parts.next()? {
+        "-" => None,
+        v => Some(v.parse().ok()?),
+    };
+    let status = parts.next()?.parse().ok()?;
+    Some(Held {
+        start_unix_ms: (start * 1000.0).round() as u64,
+        total_ms,
+        upstream_ms,
+        status,
+    })
+}
+
+/// Every request in the access log at `path` (none when it doesn't exist).
+pub fn read(path: &Path) -> Vec<Held> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(parse_line)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_with_and_without_an_upstream() {
+        assert_eq!(
+            parse_line("1796101557.741 260 3 201"),
+            Some(Held {
+                start_unix_ms: 1_796_101_557_741,
+                total_ms: 260,
+                upstream_ms: Some(3),
+                status: 201
+            })
+        );
+        let local = parse_line("1796101557.700 6 - 409").expect("a local reply");
+        assert_eq!((local.upstream_ms, local.at_edge_ms()), (None, 6));
+        assert_eq!(
+            parse_line("1796101557.741 260 3 201").map(|h| h.at_edge_ms()),
+            Some(257)
+        );
+        assert_eq!(parse_line("garbage"), None);
+    }
+
+    #[test]
+    fn the_log_goes_under_the_listener() {
+        let text = crate::envoy::TEMPLATE;
+        let logged = with_access_log(text, Path::new("/tmp/x.log"));
+        assert!(logged.contains("access_log:\n          - name: envoy.access_loggers.file"));
+        assert!(logged.contains("path: \"/tmp/x.log\""));
+        let (_, listener) = crate::envoy::split_lds(&logged, Path::new("/tmp/lds/l.yaml"));
+        assert!(
+            listener.contains("        access_log:\n        - name: envoy.access_loggers.file"),
+            "{listener}"
+        );
+    }
+}
