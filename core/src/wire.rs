@@ -95,6 +95,11 @@ pub struct HitReply {
     pub answer: HitAnswer,
     #[serde(default, rename = "override", skip_serializing_if = "Option::is_none")]
     pub in_force: Option<crate::overrides::Override>,
+    /// On an admit: each charged bucket's level after the charge (millionths
+    /// of a unit, at the store's clock), in charge order; what the edge's
+    /// RateLimit headers tell the sender.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<u64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
@@ -333,6 +338,7 @@ mod tests {
         let plain = HitReply {
             answer: HitAnswer::RateLimited { retry_after_ms: 5 },
             in_force: None,
+            levels: vec![],
         };
         let text = serde_json::to_string(&plain).unwrap();
         assert_eq!(text, r#"{"result":"rate_limited","retry_after_ms":5}"#);
@@ -349,11 +355,12 @@ mod tests {
         let with = HitReply {
             answer: HitAnswer::Ok,
             in_force: Some(o),
+            levels: vec![2_000_000],
         };
         let text = serde_json::to_string(&with).unwrap();
         assert_eq!(
             text,
-            r#"{"result":"ok","override":{"tenant":"acme","rate":1,"burst":2,"version":7}}"#
+            r#"{"result":"ok","override":{"tenant":"acme","rate":1,"burst":2,"version":7},"levels":[2000000]}"#
         );
         // Readers of the bare answer still read it; the reply reads back whole.
         assert_eq!(

@@ -1,7 +1,8 @@
 //! RateLimit headers through Envoy: a node-scope answer carries the standing
 //! of the bucket its charge left (a forwarded hook on the upstream's answer,
-//! a 429 beside `Retry-After`); a fleet 429 carries the store's wait, a fleet
-//! admit, a duplicate and a pending answer the policy.
+//! a 429 beside `Retry-After`); a fleet admit carries the standing of the
+//! levels the store reports, a fleet 429 the store's wait, a duplicate and a
+//! pending answer the policy.
 
 mod edge_support;
 
@@ -61,25 +62,37 @@ fn node_answers_carry_the_exact_standing_and_a_429_has_none_left() {
 }
 
 #[test]
-fn a_fleet_429_carries_the_stores_wait_and_a_fleet_admit_the_policy() {
+fn a_fleet_admit_carries_the_standing_the_store_reports_and_a_429_its_wait() {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
     let intake = Intake::start();
-    let edge = edge("edge-rlf", intake.port, store.port, fleet_config(1, 200));
+    let mut config = fleet_config(2, 200);
+    config["rate_limits"]["headers"] = json!("both");
+    let edge = edge("edge-rlf", intake.port, store.port, config);
 
-    let admitted = deliver(&edge, "/webhooks/gh", &format!("f-0-{}", free_port()));
-    assert_eq!(admitted.status, 201, "{}", edge.log_tail());
+    let first = deliver(&edge, "/webhooks/gh", &format!("f-0-{}", free_port()));
+    assert_eq!(first.status, 201, "{}", edge.log_tail());
+    assert_eq!(first.header("ratelimit-policy"), Some("\"hooks\";q=2;w=2"));
+    // The store's bucket after one charge of a rate-1, burst-2 quota: 1 of 2
+    // held, empty again in 1 s.
     assert_eq!(
-        admitted.header("ratelimit-policy"),
-        Some("\"hooks\";q=1;w=1")
+        first.header("ratelimit"),
+        Some("\"hooks\";r=1;t=1"),
+        "{:?}",
+        first.headers
     );
+    assert_eq!(first.header("x-ratelimit-remaining"), Some("1"));
+    let second = deliver(&edge, "/webhooks/gh", &format!("f-1-{}", free_port()));
+    assert_eq!(second.status, 201, "{}", second.text());
+    // Just under 2 units held (a few ms drained since the first): none whole left.
     assert_eq!(
-        admitted.header("ratelimit"),
-        None,
-        "no bucket state in the answer"
+        second.header("ratelimit"),
+        Some("\"hooks\";r=0;t=2"),
+        "{:?}",
+        second.headers
     );
 
-    let refused = deliver(&edge, "/webhooks/gh", &format!("f-1-{}", free_port()));
+    let refused = deliver(&edge, "/webhooks/gh", &format!("f-2-{}", free_port()));
     assert_eq!(refused.status, 429, "{}", refused.text());
     let retry: u64 = refused
         .header("retry-after")

@@ -589,11 +589,11 @@ impl Hook {
         self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
         let answer = plan::parse_reply(status, body);
         self.record(env, call.permit, answer.as_ref().err(), now);
-        let answer = match answer {
+        let (answer, levels) = match answer {
             Ok(reply) => {
                 self.in_force = reply.in_force;
                 self.answered = true;
-                reply.answer
+                (reply.answer, reply.levels)
             }
             Err(failure) => {
                 let claim = plan::claim_after_failure(&call.plan, &failure);
@@ -617,6 +617,12 @@ impl Hook {
             let limits = self.effective(env, &facts.tenant, now).limits;
             let mode = env.config.rate_limits.headers;
             self.rate_headers = rate_headers::fleet_denied(mode, &limits, *retry_after_ms);
+        }
+        if let (HitAnswer::Ok, Some(facts), Some(hit)) = (&answer, &self.facts, &call.plan.fleet) {
+            let limits = self.effective(env, &facts.tenant, now).limits;
+            let mode = env.config.rate_limits.headers;
+            self.rate_headers =
+                rate_headers::fleet_admitted(mode, &limits, &hit.charges, &levels, now);
         }
         if let Some((_, outcome)) = shadowed.filter(|(r, _)| self.shadows(env, *r, now)) {
             // A forwarded duplicate still spends the node charges it would

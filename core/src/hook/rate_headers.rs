@@ -6,8 +6,8 @@
 //!   denial);
 //! - a fleet 429: the standing of a denial known by its wait
 //!   ([`crate::ratelimit_headers::denied`]);
-//! - a fleet admit: the store's answer carries no bucket state, so the
-//!   policy alone (`RateLimit-Policy`, `X-RateLimit-Limit`);
+//! - a fleet admit: the standing of the levels the store's answer reports
+//!   for each charged bucket (the policy alone from a store that reports none);
 //! - a duplicate (201) or pending (409) answer: nothing was charged, so the
 //!   policy alone too.
 
@@ -58,6 +58,29 @@ pub fn node(
     };
     let bytes = limits.bytes.and_then(|q| of(ChargeKind::Bytes, q));
     rl::headers(mode, hooks, bytes)
+}
+
+/// A fleet admit's headers: `levels` are what the store reports each of
+/// `charges` left (in charge order), read as buckets measured now. Without
+/// one level per charge (an older store), the policy alone.
+pub fn fleet_admitted(
+    mode: HeadersMode,
+    limits: &Limits,
+    charges: &[Charge],
+    levels: &[u64],
+    now_us: u64,
+) -> Vec<Header> {
+    if levels.len() != charges.len() {
+        return policy_only(mode, limits);
+    }
+    let buckets: Vec<Bucket> = levels
+        .iter()
+        .map(|&level| Bucket {
+            stamp_us: now_us,
+            level,
+        })
+        .collect();
+    node(mode, limits, charges, &buckets, now_us)
 }
 
 /// A fleet 429's headers: nothing remains until the store's wait is over.
@@ -136,5 +159,30 @@ mod tests {
         );
         assert_eq!(node(mode, limits, &[], &[], 0), policy_only(mode, limits));
         assert!(fleet_denied(HeadersMode::None, limits, 5).is_empty());
+    }
+
+    #[test]
+    fn a_fleet_admit_tells_the_standing_of_the_levels_the_store_reports() {
+        let c = config("both");
+        let (mode, limits) = (c.rate_limits.headers, &c.rate_limits.default);
+        let charges = [hooks_charge(&c)];
+        // The store's bucket holds 3.5 units after the charge: 6 whole units
+        // remain of 10, and it drains at 2/s in 1.75 s, so 2 s.
+        let h = fleet_admitted(mode, limits, &charges, &[3 * MICRO + MICRO / 2], 42);
+        assert_eq!(
+            h,
+            [
+                ("ratelimit-policy", "\"hooks\";q=10;w=5".to_string()),
+                ("ratelimit", "\"hooks\";r=6;t=2".to_string()),
+                ("x-ratelimit-limit", "10".to_string()),
+                ("x-ratelimit-remaining", "6".to_string()),
+                ("x-ratelimit-reset", "2".to_string()),
+            ]
+        );
+        // No level per charge (a store that reports none): the policy alone.
+        assert_eq!(
+            fleet_admitted(mode, limits, &charges, &[], 42),
+            policy_only(mode, limits)
+        );
     }
 }

@@ -67,8 +67,10 @@ async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitReply, StoreError
     parse_reply(&reply)
 }
 
-/// `{'ok'}`, `{'duplicate', hook_id}`, `{'pending', ms}` or `{'rate_limited', µs}`,
-/// each followed by the tenant's override text when one is in force.
+/// `{'ok', levels}`, `{'duplicate', hook_id}`, `{'pending', ms}` or
+/// `{'rate_limited', µs}`, each followed by the tenant's override text when
+/// one is in force. `levels`: each bucket's level after the charge,
+/// comma-separated, in charge order (empty without charges).
 pub fn parse_reply(reply: &[Value]) -> Result<HitReply, StoreError> {
     let text = |v: Option<&Value>| -> Option<String> {
         match v? {
@@ -80,8 +82,15 @@ pub fn parse_reply(reply: &[Value]) -> Result<HitReply, StoreError> {
     };
     let number = |v: Option<&Value>| text(v).and_then(|t| t.parse::<u64>().ok());
     let unexpected = || StoreError::Internal(format!("unexpected hit script reply {reply:?}"));
+    let mut levels = Vec::new();
     let (answer, fields) = match text(reply.first()).as_deref() {
-        Some("ok") => (HitAnswer::Ok, 1),
+        Some("ok") => {
+            let listed = text(reply.get(1)).ok_or_else(unexpected)?;
+            for level in listed.split(',').filter(|l| !l.is_empty()) {
+                levels.push(level.parse::<u64>().map_err(|_| unexpected())?);
+            }
+            (HitAnswer::Ok, 2)
+        }
         Some("duplicate") => (
             HitAnswer::Duplicate {
                 hook_id: text(reply.get(1)).ok_or_else(unexpected)?,
@@ -111,7 +120,11 @@ pub fn parse_reply(reply: &[Value]) -> Result<HitReply, StoreError> {
             &text(Some(v)).ok_or_else(unexpected)?,
         )?),
     };
-    Ok(HitReply { answer, in_force })
+    Ok(HitReply {
+        answer,
+        in_force,
+        levels,
+    })
 }
 
 #[cfg(test)]
@@ -124,7 +137,8 @@ mod tests {
 
     #[test]
     fn script_replies_become_answers() {
-        assert_eq!(parse_reply(&[bulk("ok")]).unwrap().answer, HitAnswer::Ok);
+        let ok = parse_reply(&[bulk("ok"), bulk("")]).unwrap();
+        assert_eq!((ok.answer, ok.levels), (HitAnswer::Ok, vec![]));
         assert_eq!(
             parse_reply(&[bulk("duplicate"), bulk("h1")])
                 .unwrap()
@@ -164,16 +178,25 @@ mod tests {
             r.in_force.map(|o| (o.rate, o.burst, o.version)),
             Some((Some(1), Some(2), 9))
         );
-        let r = parse_reply(&[bulk("ok"), bulk(o)]).unwrap();
+        let r = parse_reply(&[bulk("ok"), bulk("1000000,250"), bulk(o)]).unwrap();
+        assert_eq!(r.levels, vec![1_000_000, 250]);
         assert_eq!(r.in_force.map(|o| o.tenant), Some("t".to_string()));
         assert!(matches!(
-            parse_reply(&[bulk("ok"), bulk("not json")]),
+            parse_reply(&[bulk("ok"), bulk(""), bulk("not json")]),
             Err(StoreError::Internal(_))
         ));
     }
 
     #[test]
     fn an_unexpected_reply_is_an_internal_error() {
+        for levels in [None, Some("x"), Some("1,,-2")] {
+            let mut reply = vec![bulk("ok")];
+            reply.extend(levels.map(bulk));
+            assert!(
+                matches!(parse_reply(&reply), Err(StoreError::Internal(_))),
+                "{levels:?}"
+            );
+        }
         assert!(matches!(
             parse_reply(&[bulk("maybe")]),
             Err(StoreError::Internal(_))

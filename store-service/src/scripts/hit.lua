@@ -8,6 +8,9 @@
 -- rate and burst of the pairs it sets: the store holds the authoritative
 -- quota, so a changed limit holds fleet-wide before any edge learns it. Its
 -- text is appended to every reply, for the edge to learn it.
+-- An admit answers {'ok', levels}: each bucket's level after this charge
+-- (millionths of a unit, at the script's TIME), comma-separated in KEYS
+-- order, so the edge's RateLimit headers tell the exact standing.
 -- Order matters: a taken claim spends nothing, a denied charge spends nothing.
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
@@ -92,11 +95,13 @@ if wait > 0 then
   return reply({'rate_limited', string.format('%.0f', wait)})
 end
 
+local after = {}
 for i = 1, n do
   store_bucket(KEYS[i], stamps[i], levels[i], rates[i])
+  after[i] = string.format('%.0f', levels[i])
 end
 if claim_key then
   local at = 3 * n + 2
   redis.call('SET', claim_key, 'p:' .. ARGV[at] .. ':' .. ARGV[at + 1], 'PX', ARGV[at + 2])
 end
-return reply({'ok'})
+return reply({'ok', table.concat(after, ',')})

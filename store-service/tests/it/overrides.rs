@@ -191,7 +191,7 @@ async fn an_override_expires_on_its_own(ctx: &Ctx<'_>) {
     assert!(ctx.listed().await.is_empty());
     // Gone from the hit as well: the configuration's quota applies again.
     let answer = ctx.hit("ov-exp", 5, 1, 5).await;
-    assert_eq!(answer, json!({"result": "ok"}));
+    assert_eq!(answer, json!({"result": "ok", "levels": [5_000_000]}));
 }
 
 async fn a_hit_charges_the_override_and_carries_it(ctx: &Ctx<'_>) {
@@ -209,7 +209,15 @@ async fn a_hit_charges_the_override_and_carries_it(ctx: &Ctx<'_>) {
     // Deleted: the configuration's burst of 1000 admits it, with no override.
     ctx.call("DELETE", &format!("/v1/overrides/{t}"), None)
         .await;
-    assert_eq!(ctx.hit(t, 200, 1, 1000).await, json!({"result": "ok"}));
+    let third = ctx.hit(t, 200, 1, 1000).await;
+    assert_eq!(
+        (&third["result"], third.get("override")),
+        (&json!("ok"), None),
+        "{third}"
+    );
+    // 400 units held, less what drained at 1/s since the first charge.
+    let level = third["levels"][0].as_u64().unwrap_or_default();
+    assert!((390_000_000..=400_000_000).contains(&level), "{third}");
     // A raised limit takes the bucket as it is (no reset): about 400 of
     // 700 are spent, so one more 200 fits and a second does not.
     ctx.put(t, json!({"rate": 1, "burst": 700})).await;

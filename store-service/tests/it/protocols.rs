@@ -24,7 +24,13 @@ async fn answers_cleartext_http2_with_prior_knowledge() {
         assert_eq!(res.version(), hyper::Version::HTTP_2);
         assert_eq!(res.status(), 200);
         let text = res.into_body().collect().await.expect("body").to_bytes();
-        assert_eq!(&text[..], br#"{"result":"ok"}"#);
+        let answer: serde_json::Value = serde_json::from_slice(&text).expect("JSON");
+        assert_eq!(answer["result"], "ok", "{answer}");
+        assert_eq!(
+            answer["levels"].as_array().map(Vec::len),
+            Some(1),
+            "{answer}"
+        );
     }
     service.stop().await;
 }

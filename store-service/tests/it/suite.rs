@@ -81,7 +81,12 @@ async fn ok_writes_both_buckets_and_a_pending_claim(ctx: &Ctx<'_>) {
         ],
         Some(c),
     );
-    assert_eq!(ctx.hit(&body).await, json!({"result": "ok"}));
+    // Each bucket's level after its charge, in charge order: empty buckets
+    // charged 200 and 300 units hold exactly that.
+    assert_eq!(
+        ctx.hit(&body).await,
+        json!({"result": "ok", "levels": [200_000_000u64, 300_000_000u64]})
+    );
     let after = ctx.db.now_us();
 
     assert_eq!(
