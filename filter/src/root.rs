@@ -5,7 +5,7 @@
 //! [`Drainer`]; every HTTP context gets a [`Hook`] over the runtime.
 
 use crate::drain::Drainer;
-use crate::host::ProxyHost;
+use crate::host::{Host, ProxyHost};
 use crate::http::Hook;
 use crate::runtime::Runtime;
 use ankusa_core::hook::settle::tick_ms;
@@ -37,12 +37,15 @@ impl Context for Root {
         _body: usize,
         _trailers: usize,
     ) {
-        if !self.drainer.owns(token) {
-            return;
-        }
         let Some(rt) = self.runtime.clone() else {
             return;
         };
+        if crate::batch::on_call_answer(&rt, token, _body) {
+            return;
+        }
+        if !self.drainer.owns(token) {
+            return;
+        }
         let status = crate::headers::value(MapType::HttpCallResponseHeaders, ":status");
         self.drainer.answered(&rt, token, status.as_deref());
     }
@@ -54,6 +57,11 @@ impl RootContext for Root {
             Ok(runtime) => {
                 let tick = tick_ms(runtime.config.fleet.settle_interval_ms);
                 let _ = hostcalls::set_tick_period(Duration::from_millis(tick));
+                if runtime.config.uses_store() {
+                    crate::batch::init(
+                        ProxyHost(Rc::clone(&runtime)).random(crate::shared::now_us()),
+                    );
+                }
                 self.runtime = Some(runtime);
                 true
             }
@@ -74,8 +82,16 @@ impl RootContext for Root {
         self.drainer.tick(&rt);
     }
 
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Hook::new(self.runtime.clone().map(ProxyHost))))
+    fn on_queue_ready(&mut self, queue_id: u32) {
+        if let Some(rt) = self.runtime.clone() {
+            crate::batch::on_queue_ready(&rt, queue_id);
+        }
+    }
+
+    fn create_http_context(&self, context_id: u32) -> Option<Box<dyn HttpContext>> {
+        Some(Box::new(
+            Hook::new(self.runtime.clone().map(ProxyHost)).in_context(context_id),
+        ))
     }
 
     fn get_type(&self) -> Option<ContextType> {

@@ -157,6 +157,9 @@ pub struct Hook {
     rate_headers: Vec<Header>,
     /// The tenant's fleet override, as the store's answer carried it.
     in_force: Option<Override>,
+    /// The hook's call is shared with others whose outcome the breaker
+    /// counts (see [`Hook::share_call`]).
+    shares_call: bool,
     effects: Vec<Effect>,
 }
 
@@ -188,6 +191,14 @@ impl Hook {
     /// Whether a store call is in flight.
     pub fn calling(&self) -> bool {
         self.call.is_some()
+    }
+
+    /// The hook rides in a store call another hook's outcome is counted
+    /// for (see [`crate::hook::batch`]): the breaker counts calls, so this
+    /// hook's answer or failure is not counted again (unless it is the
+    /// breaker's probe).
+    pub fn share_call(&mut self) {
+        self.shares_call = true;
     }
 
     fn emit(&mut self, effect: Effect) {
@@ -371,6 +382,9 @@ impl Hook {
         failure: Option<&CallFailure>,
         now: u64,
     ) {
+        if self.shares_call && permit != CallPermit::Probe {
+            return;
+        }
         let Some(transition) = env.breaker().record(now, permit, failure.is_none()) else {
             return;
         };
