@@ -6,7 +6,8 @@
 //! `local_ratelimit`, (n) a no-op wasm filter, (f) a wasm filter making one
 //! callout per hook (the store's `/healthz`), then the Ankusa filter on
 //! (b) node scopes, (d) node scopes verifying GitHub signatures, (c) fleet
-//! scopes (one `/v1/hit` per hook to a release ankusa-store on a real Redis)
+//! scopes (one store hit per hook, hooks that arrive together sharing a
+//! call, to a release ankusa-store on a real Redis)
 //! and (o) fleet scopes with the store unreachable and the breaker open.
 //! Quotas are high enough that nothing is refused.
 //!
