@@ -197,9 +197,9 @@ pub fn on_call_answer(rt: &Rc<Runtime>, token: u32, body_size: usize) -> bool {
     let (status, body) = host.call_answer(body_size);
     let shares = split(members.len(), status.as_deref(), body.as_deref());
     let mut counted = false;
-    for (id, (status, body)) in members.into_iter().zip(shares) {
+    for (id, share) in members.into_iter().zip(shares) {
         counted |= answer(rt, id, counted, |m, env, now| {
-            m.on_store_answer(env, status.as_deref(), body.as_deref(), now)
+            m.on_store_reply(env, share, now)
         });
     }
     flush(rt);

@@ -15,6 +15,7 @@
 //! refusal, or the whole call's failure.
 
 use crate::hook::machine::HIT_PATH;
+use crate::hook::plan::{parse_reply, CallFailure};
 use crate::wire::{ErrorBody, HitReply};
 use crate::wire_batch::{HitResult, HitsAnswer, HITS_PATH, MAX_HITS_PER_CALL};
 use std::collections::VecDeque;
@@ -169,18 +170,17 @@ fn hits_body<'a>(hits: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
     body
 }
 
-/// One hook's share of a call's answer: a `:status` and body as its own
-/// `/v1/hit` call would have had them.
-pub type Share = (Option<String>, Option<Vec<u8>>);
+/// One hook's share of a call's answer: its reply, or how its call failed,
+/// as its own `/v1/hit` call would have been read.
+pub type Share = Result<HitReply, CallFailure>;
 
 /// Splits a call's answer among its `members` hooks, in order. A single
 /// hit's answer is the member's own; a batch answered 200 with one result
-/// per hook gives each its result (a refusal with the status the store
-/// gives that error); any other answer is every member's failure as is.
+/// per hook gives each its result (a refusal as the status the store gives
+/// that error); any other answer is every member's failure.
 pub fn split(members: usize, status: Option<&str>, body: Option<&[u8]>) -> Vec<Share> {
-    let whole = || (status.map(str::to_string), body.map(<[u8]>::to_vec));
     if members == 1 || status != Some("200") {
-        return vec![whole(); members];
+        return vec![parse_reply(status, body); members];
     }
     let parsed = body.and_then(|b| serde_json::from_slice::<HitsAnswer>(b).ok());
     match parsed {
@@ -188,23 +188,15 @@ pub fn split(members: usize, status: Option<&str>, body: Option<&[u8]>) -> Vec<S
             answer.results.into_iter().map(share).collect()
         }
         // A 200 that isn't one result per hook: each hook's answer is unparsable.
-        _ => vec![(Some("200".to_string()), Some(b"not a hit answer".to_vec())); members],
+        _ => vec![Err(CallFailure::Unparsable); members],
     }
 }
 
 fn share(result: HitResult) -> Share {
     match result {
-        HitResult::Reply(reply) => (Some("200".to_string()), Some(reply_body(&reply))),
-        HitResult::Refused(e) => (Some(status_of(&e).to_string()), Some(error_body(&e))),
+        HitResult::Reply(reply) => Ok(reply),
+        HitResult::Refused(e) => Err(CallFailure::Status(status_of(&e).to_string())),
     }
-}
-
-fn reply_body(reply: &HitReply) -> Vec<u8> {
-    serde_json::to_vec(reply).unwrap_or_default()
-}
-
-fn error_body(e: &ErrorBody) -> Vec<u8> {
-    serde_json::to_vec(e).unwrap_or_default()
 }
 
 /// The status the store answers an error code with on `/v1/hit`.

@@ -34,7 +34,7 @@ use crate::node_buckets::{NodeBuckets, NodeVerdict};
 use crate::overrides::{self, Effective, Override};
 use crate::shadow::{self, Refusal};
 use crate::verify::Keys;
-use crate::wire::{Charge, Claim, HitAnswer, SettleOp};
+use crate::wire::{Charge, Claim, HitAnswer, HitReply, SettleOp};
 
 /// Request headers the filter sets on every forwarded hook (and strips from
 /// the sender's request, so a sender can't pick its own dedupe key).
@@ -573,11 +573,22 @@ impl Hook {
         body: Option<&[u8]>,
         now: u64,
     ) -> Step {
+        self.on_store_reply(env, plan::parse_reply(status, body), now)
+    }
+
+    /// [`Hook::on_store_answer`] with the answer already read: the hook's
+    /// reply, or how its call failed (a batched call's share, see
+    /// [`crate::hook::batch::split`]).
+    pub fn on_store_reply<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        answer: Result<HitReply, CallFailure>,
+        now: u64,
+    ) -> Step {
         let Some(call) = self.call.take() else {
             return self.step(Flow::Pause);
         };
         self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
-        let answer = plan::parse_reply(status, body);
         self.record(env, call.permit, answer.as_ref().err(), now);
         let answer = match answer {
             Ok(reply) => {
