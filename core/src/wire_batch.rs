@@ -6,7 +6,7 @@
 //! hit's own refusal (an [`ErrorBody`] whose message names `hits[i]` and the
 //! field). One malformed hit never costs the others their answers.
 
-use crate::wire::{ErrorBody, HitReply, HitRequest, WireError};
+use crate::wire::{ErrorBody, HitReply, HitRequest, SettleOp, SettleRequest, WireError};
 use serde::{Deserialize, Serialize};
 
 /// The store path of a batch of hits.
@@ -19,6 +19,10 @@ pub const MAX_HITS_PER_CALL: usize = 256;
 #[serde(deny_unknown_fields)]
 pub struct HitsRequest {
     pub hits: Vec<HitRequest>,
+    /// Settle operations riding on the call, applied in the same pipelines
+    /// (up to `MAX_SETTLE_OPS`; see [`HitsAnswer::settled`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settle: Vec<SettleOp>,
 }
 
 /// One hit's answer within a batch.
@@ -34,6 +38,10 @@ pub enum HitResult {
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
 pub struct HitsAnswer {
     pub results: Vec<HitResult>,
+    /// The riding settle operations applied (all of them, or absent when
+    /// any failed: the caller queues them again; each is idempotent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<usize>,
 }
 
 /// The batch's own bounds: 1 to [`MAX_HITS_PER_CALL`] hits. Each hit is
@@ -46,6 +54,16 @@ pub fn check_count(count: usize) -> Result<(), WireError> {
         });
     }
     Ok(())
+}
+
+/// The riding settle operations, checked as a `/v1/settle` body would be;
+/// a refusal names `settle[i]` and the field.
+pub fn check_settle(ops: &[SettleOp]) -> Result<(), WireError> {
+    let request = SettleRequest { ops: ops.to_vec() };
+    request.validate().map_err(|e| WireError {
+        field: e.field.replacen("ops", "settle", 1),
+        problem: e.problem,
+    })
 }
 
 /// A hit's refusal, its field named within the batch: `hits[2].claim.key: ...`.

@@ -19,10 +19,14 @@
 
 use crate::host::{Host, ProxyHost};
 use crate::http::perform;
-use crate::runtime::{call_store, Runtime};
+use crate::runtime::{call_store, Runtime, HOST};
 use crate::shared::now_us;
-use ankusa_core::hook::batch::{split, Batcher, Submitted, Waiting};
+use ankusa_core::cas::read_u64;
+use ankusa_core::edge_keys::DEPTH_KEY;
+use ankusa_core::hook::batch::{split, with_settle, Batcher, Submitted, Waiting};
 use ankusa_core::hook::machine::{self, Flow, Step};
+use ankusa_core::hook::settle::Queued;
+use ankusa_core::wire_batch::HITS_PATH;
 use proxy_wasm::hostcalls;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -39,8 +43,9 @@ struct Parked {
 struct State {
     batcher: Batcher,
     parked: HashMap<u32, Parked>,
-    /// Batched calls in flight: token → the context ids of their hooks, in order.
-    calls: HashMap<u32, Vec<u32>>,
+    /// Batched calls in flight: token → the context ids of their hooks, in
+    /// order, and the settle operations riding on the call.
+    calls: HashMap<u32, (Vec<u32>, Vec<Queued>)>,
     /// This worker's wake queue (None: batching is off, every hook calls alone).
     wake: Option<u32>,
     wake_pending: bool,
@@ -167,11 +172,14 @@ fn flush(rt: &Rc<Runtime>) {
         let Some(call) = flush.call else {
             break;
         };
-        match call_store(&rt.config.fleet, call.path, &call.body, call.timeout_ms) {
+        let settles = riding_settles(rt, call.path);
+        let body = with_settle(call.body, &settles);
+        match call_store(&rt.config.fleet, call.path, &body, call.timeout_ms) {
             Ok(token) => STATE.with(|s| {
-                s.borrow_mut().calls.insert(token, call.members);
+                s.borrow_mut().calls.insert(token, (call.members, settles));
             }),
             Err(_) => {
+                crate::drain::settled(rt, settles, false);
                 STATE.with(|s| s.borrow_mut().batcher.done());
                 let mut counted = false;
                 for id in call.members {
@@ -187,15 +195,38 @@ fn flush(rt: &Rc<Runtime>) {
     }
 }
 
+/// Settle operations waiting in the node's queue ride on a batched call
+/// (`/v1/hits`), up to `settle_batch_max`: the store applies them in the
+/// same pipelines, and the tick's drainer finds fewer to send alone.
+fn riding_settles(rt: &Runtime, path: &str) -> Vec<Queued> {
+    let Some(queue_id) = rt.queue_id else {
+        return Vec::new();
+    };
+    if path != HITS_PATH {
+        return Vec::new();
+    }
+    let (batch, garbage) =
+        crate::settle::dequeue_batch(&HOST, queue_id, rt.config.fleet.settle_batch_max);
+    rt.metrics.settle_dropped(garbage);
+    if !batch.is_empty() {
+        rt.metrics.settle_depth(read_u64(&HOST, DEPTH_KEY).0);
+    }
+    batch
+}
+
 /// `on_http_call_response` of the root: true if `token` is a batched call.
 pub fn on_call_answer(rt: &Rc<Runtime>, token: u32, body_size: usize) -> bool {
-    let Some(members) = STATE.with(|s| s.borrow_mut().calls.remove(&token)) else {
+    let Some((members, settles)) = STATE.with(|s| s.borrow_mut().calls.remove(&token)) else {
         return false;
     };
     STATE.with(|s| s.borrow_mut().batcher.done());
     let host = ProxyHost(Rc::clone(rt));
     let (status, body) = host.call_answer(body_size);
-    let shares = split(members.len(), status.as_deref(), body.as_deref());
+    let (shares, settled) = split(members.len(), status.as_deref(), body.as_deref());
+    if !settles.is_empty() {
+        let ok = settled == Some(settles.len());
+        crate::drain::settled(rt, settles, ok);
+    }
     let mut counted = false;
     for (id, share) in members.into_iter().zip(shares) {
         counted |= answer(rt, id, counted, |m, env, now| {

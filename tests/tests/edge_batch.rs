@@ -184,3 +184,43 @@ fn a_store_that_fails_mid_batch_leaves_every_hook_answered_from_the_node() {
         );
     }
 }
+
+#[test]
+fn settles_ride_on_batched_hit_calls_and_every_claim_is_committed() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let edge = edge("edge-a", intake.port, store.port, fleet_config(100_000, 5));
+    let url = edge.url("/webhooks/gh");
+    let total = 300;
+    let statuses = concurrently(32, total, move |i| {
+        request(
+            "POST",
+            &url,
+            &[("x-github-delivery", &format!("ride-{i}"))],
+            b"{}",
+            Duration::from_secs(10),
+        )
+        .map(|r| r.status)
+        .unwrap_or(0)
+    });
+    assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
+    let promoted = r#"ankusa_store_settle_ops_total{op="promote"}"#;
+    assert!(
+        eventually(Duration::from_secs(10), || store_metric(&store, promoted)
+            == total as f64),
+        "{} of {total} claims promoted",
+        store_metric(&store, promoted)
+    );
+    for i in [0, total / 2, total - 1] {
+        let value = redis.cli(&["GET", &claim_key(&format!("ride-{i}"))]);
+        assert!(value.starts_with("c:"), "ride-{i}: {value:?}");
+    }
+    // Those the settle endpoint carried are fewer: the rest rode on hit calls.
+    let alone = store_metric(&store, "ankusa_store_settle_batch_ops_sum");
+    assert!(
+        alone < total as f64,
+        "{alone} of {total} promotions went on /v1/settle: none rode on a hit call"
+    );
+    assert_eq!(edge.stat("ankusa_fleet_settle_dropped_total"), 0.0);
+}

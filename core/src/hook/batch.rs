@@ -16,7 +16,8 @@
 
 use crate::hook::machine::HIT_PATH;
 use crate::hook::plan::{parse_reply, CallFailure};
-use crate::wire::{ErrorBody, HitReply};
+use crate::hook::settle::Queued;
+use crate::wire::{ErrorBody, HitReply, SettleOp};
 use crate::wire_batch::{HitResult, HitsAnswer, HITS_PATH, MAX_HITS_PER_CALL};
 use std::collections::VecDeque;
 
@@ -170,6 +171,22 @@ fn hits_body<'a>(hits: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
     body
 }
 
+/// `body` (a `/v1/hits` request) with `ops` riding on it as `"settle"`.
+pub fn with_settle(mut body: Vec<u8>, ops: &[Queued]) -> Vec<u8> {
+    if ops.is_empty() || !body.ends_with(b"]}") {
+        return body;
+    }
+    let ops: Vec<&SettleOp> = ops.iter().map(|q| &q.op).collect();
+    let Ok(list) = serde_json::to_vec(&ops) else {
+        return body;
+    };
+    body.pop();
+    body.extend_from_slice(b",\"settle\":");
+    body.extend_from_slice(&list);
+    body.push(b'}');
+    body
+}
+
 /// One hook's share of a call's answer: its reply, or how its call failed,
 /// as its own `/v1/hit` call would have been read.
 pub type Share = Result<HitReply, CallFailure>;
@@ -177,18 +194,25 @@ pub type Share = Result<HitReply, CallFailure>;
 /// Splits a call's answer among its `members` hooks, in order. A single
 /// hit's answer is the member's own; a batch answered 200 with one result
 /// per hook gives each its result (a refusal as the status the store gives
-/// that error); any other answer is every member's failure.
-pub fn split(members: usize, status: Option<&str>, body: Option<&[u8]>) -> Vec<Share> {
+/// that error); any other answer is every member's failure. Second: the
+/// riding settle operations the store applied (None: not applied, or none
+/// rode).
+pub fn split(
+    members: usize,
+    status: Option<&str>,
+    body: Option<&[u8]>,
+) -> (Vec<Share>, Option<usize>) {
     if members == 1 || status != Some("200") {
-        return vec![parse_reply(status, body); members];
+        return (vec![parse_reply(status, body); members], None);
     }
     let parsed = body.and_then(|b| serde_json::from_slice::<HitsAnswer>(b).ok());
     match parsed {
-        Some(answer) if answer.results.len() == members => {
-            answer.results.into_iter().map(share).collect()
-        }
+        Some(answer) if answer.results.len() == members => (
+            answer.results.into_iter().map(share).collect(),
+            answer.settled,
+        ),
         // A 200 that isn't one result per hook: each hook's answer is unparsable.
-        _ => vec![Err(CallFailure::Unparsable); members],
+        _ => (vec![Err(CallFailure::Unparsable); members], None),
     }
 }
 

@@ -2,7 +2,7 @@
 //! would answer it, in order; one malformed hit refuses only itself. Run
 //! against one Redis and a 3-master Cluster (tenants spread over its nodes).
 
-use crate::common::{charge, claim, hit, Db, Http, Service};
+use crate::common::{charge, claim, hit, promote, release, Db, Http, Service};
 use ankusa_testkit::redis::{Redis, RedisCluster};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -20,6 +20,7 @@ async fn run(db: Db) {
     a_malformed_hit_beside_good_ones_refuses_only_itself(&ctx).await;
     the_batch_runs_after_the_script_cache_was_flushed(&ctx, &db).await;
     the_batch_size_is_bounded(&ctx).await;
+    settles_ride_on_a_batch(&ctx, &db).await;
     ctx.0.stop().await;
 }
 
@@ -170,6 +171,66 @@ async fn the_batch_size_is_bounded(ctx: &(Service, Http)) {
         .send("POST", &ctx.0.at("/v1/hits"), &[], big.into_bytes())
         .await;
     assert_eq!(status, 413);
+}
+
+async fn settles_ride_on_a_batch(ctx: &(Service, Http), db: &Db) {
+    // Six tenants' claims (over a Cluster's masters), pending.
+    let claims: Vec<Value> = (0..6)
+        .map(|t| {
+            claim(
+                &format!("ride-{t}"),
+                "evt",
+                &format!("h{t}"),
+                60_000,
+                30_000,
+            )
+        })
+        .collect();
+    let hits: Vec<Value> = claims
+        .iter()
+        .map(|c| hit(Vec::new(), Some(c.clone())))
+        .collect();
+    let (status, answer) = post_hits(ctx, hits).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer.get("settled"), None, "nothing rode: {answer}");
+    // Even tenants' claims are promoted, odd ones released, riding on two new hits.
+    let ops: Vec<Value> = claims
+        .iter()
+        .enumerate()
+        .map(|(t, c)| {
+            if t % 2 == 0 {
+                promote(c, &format!("h{t}"))
+            } else {
+                release(c)
+            }
+        })
+        .collect();
+    let body = json!({
+        "hits": [hit(vec![charge("hooks", "ride-new", 1, 10, 10)], None),
+                 hit(vec![charge("hooks", "ride-new", 1, 10, 10)], None)],
+        "settle": ops,
+    });
+    let (status, answer) = ctx.1.post(&ctx.0.at("/v1/hits"), &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["settled"], 6, "{answer}");
+    assert_eq!(answer["results"][1], json!({"result": "ok"}), "{answer}");
+    for t in 0..6 {
+        let key = format!("ankusa:{{ride-{t}}}:claim:gh:evt");
+        if t % 2 == 0 {
+            assert_eq!(db.get(&key), format!("c:h{t}"), "{key}");
+        } else {
+            assert!(!db.exists(&key), "{key} was not released");
+        }
+    }
+    // A malformed settle operation refuses the call, naming it.
+    let mut bad = release(&claims[1]);
+    bad["claim"]["ttl_ms"] = json!(0);
+    let body =
+        json!({"hits": [hit(vec![charge("hooks", "ride-new", 1, 10, 10)], None)], "settle": [bad]});
+    let (status, answer) = ctx.1.post(&ctx.0.at("/v1/hits"), &body).await;
+    assert_eq!(status, 400, "{answer}");
+    let message = answer["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("settle[0].claim.ttl_ms"), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

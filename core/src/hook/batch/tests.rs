@@ -121,7 +121,8 @@ fn each_hook_gets_its_own_result() {
         {"result":"duplicate","hook_id":"h0"},
         {"error":"bad_request","message":"hits[2].claim.key: bad"},
         {"error":"redis_unavailable","message":"retry later"}]}"#;
-    let shares = split(4, Some("200"), Some(body));
+    let (shares, settled) = split(4, Some("200"), Some(body));
+    assert_eq!(settled, None);
     let read = |i: usize| shares[i].clone();
     assert_eq!(read(0).unwrap().answer, HitAnswer::Ok);
     assert_eq!(
@@ -135,24 +136,67 @@ fn each_hook_gets_its_own_result() {
 }
 
 #[test]
+fn settles_ride_on_a_batch_and_their_count_comes_back() {
+    use crate::hook::settle::Queued;
+    use crate::wire::{Claim, SettleOp};
+    let claim = Claim {
+        tenant: "acme".into(),
+        source_id: "gh".into(),
+        key: "k".into(),
+        hook_id: "h".into(),
+        node: "edge-1".into(),
+        ttl_ms: 1000,
+        pending_ttl_ms: 100,
+    };
+    let ops = vec![
+        Queued {
+            retries: 0,
+            op: SettleOp::Release {
+                claim: claim.clone(),
+            },
+        },
+        Queued {
+            retries: 1,
+            op: SettleOp::Promote {
+                claim,
+                hook_id: "h".into(),
+            },
+        },
+    ];
+    let hit = br#"{"charges":[],"claim":null}"#;
+    let body = hits_body([&hit[..], &hit[..]].into_iter());
+    let request: crate::wire_batch::HitsRequest =
+        serde_json::from_slice(&with_settle(body.clone(), &ops)).unwrap();
+    assert_eq!(request.hits.len(), 2);
+    let sent: Vec<SettleOp> = ops.iter().map(|q| q.op.clone()).collect();
+    assert_eq!(request.settle, sent);
+    assert_eq!(with_settle(body.clone(), &[]), body);
+    let answer = br#"{"results":[{"result":"ok"},{"result":"ok"}],"settled":2}"#;
+    assert_eq!(split(2, Some("200"), Some(answer)).1, Some(2));
+    let answer = br#"{"results":[{"result":"ok"},{"result":"ok"}]}"#;
+    assert_eq!(split(2, Some("200"), Some(answer)).1, None);
+    assert_eq!(split(2, Some("503"), Some(b"{}")).1, None);
+}
+
+#[test]
 fn a_failed_call_is_every_hooks_failure() {
     for (status, body) in [
         (None, None),
         (Some("503"), Some(&b"no healthy upstream"[..])),
         (Some("504"), Some(&b"upstream request timeout"[..])),
     ] {
-        let shares = split(3, status, body);
+        let (shares, _) = split(3, status, body);
         assert_eq!(shares.len(), 3);
         let alone = parse_reply(status, body).unwrap_err();
         assert!(shares.iter().all(|s| s.as_ref().err() == Some(&alone)));
     }
     // A 200 that isn't one result per hook is unparsable for each.
     for body in [&br#"{"results":[{"result":"ok"}]}"#[..], b"garbage"] {
-        let shares = split(2, Some("200"), Some(body));
+        let (shares, _) = split(2, Some("200"), Some(body));
         assert_eq!(shares, vec![Err(CallFailure::Unparsable); 2]);
     }
     // One hook: its answer is its own, untouched.
-    let shares = split(1, Some("200"), Some(br#"{"result":"ok"}"#));
+    let (shares, _) = split(1, Some("200"), Some(br#"{"result":"ok"}"#));
     assert_eq!(shares[0].as_ref().map(|r| &r.answer), Ok(&HitAnswer::Ok));
 }
 
