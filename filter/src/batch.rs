@@ -77,7 +77,13 @@ pub fn submit(id: u32, body: &[u8], timeout_ms: u64) -> Submitted {
             budget_ms: timeout_ms,
         })
     });
-    if submitted == Submitted::QueuedFlush {
+    // A full queue leaves now; so does a queue with no call in flight to
+    // wait for (a wake that could not be queued earlier).
+    let idle = STATE.with(|s| {
+        let s = s.borrow();
+        s.batcher.in_flight() == 0 && !s.wake_pending
+    });
+    if submitted == Submitted::QueuedFlush || (submitted == Submitted::Queued && idle) {
         wake();
     }
     submitted
