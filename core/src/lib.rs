@@ -6,6 +6,7 @@
 //! both (`wasm-bindgen-test` under Node).
 //!
 //! - [`wire`]: the JSON between filter and store.
+//! - [`wire_batch`]: the JSON of several hooks' hits in one store call (`/v1/hits`).
 //! - [`gcra`]: the rate-limit arithmetic.
 //! - [`limits`]: every numeric bound, shared by config and wire validation.
 //! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data, and the CAS loops over it.
@@ -48,3 +49,4 @@ pub mod shadow;
 pub mod token;
 pub mod verify;
 pub mod wire;
+pub mod wire_batch;

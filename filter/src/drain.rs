@@ -104,7 +104,7 @@ fn call(rt: &Runtime, path: &str, body: &[u8]) -> Option<u32> {
 }
 
 /// A batch's fate: counted, and on failure queued again or dropped.
-fn settled(rt: &Runtime, batch: Vec<Queued>, ok: bool) {
+pub(crate) fn settled(rt: &Runtime, batch: Vec<Queued>, ok: bool) {
     rt.metrics.settle_batch(ok);
     if ok {
         return;

@@ -10,6 +10,7 @@ use crate::runtime::{call_store, Runtime, HOST};
 use crate::shared::{now_us, HostStore};
 use ankusa_core::cas::CasStore;
 use ankusa_core::config::Config;
+use ankusa_core::hook::batch::Submitted;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{Env, Level, Metric};
 use ankusa_core::hook::reply::LocalReply;
@@ -44,6 +45,13 @@ pub trait Host {
     fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>);
     /// POSTs to the store; false when the host refuses the call at once.
     fn dispatch(&self, path: &str, body: &[u8], timeout_ms: u64) -> bool;
+    /// Hook `id` wants to send its hit `body`: now, on its own, or with the
+    /// next call of its worker (see [`crate::batch`]). By default, now.
+    fn submit_hit(&self, _id: u32, _body: &[u8], _timeout_ms: u64) -> Submitted {
+        Submitted::SendNow
+    }
+    /// A hit call the hook sent on its own was answered or will never be.
+    fn hit_done(&self) {}
     fn reply(&self, reply: &LocalReply);
     /// A reply with no configured host behind it (the filter has no configuration).
     fn reply_unconfigured(reply: &LocalReply)
@@ -133,6 +141,14 @@ impl Host for ProxyHost {
 
     fn dispatch(&self, path: &str, body: &[u8], timeout_ms: u64) -> bool {
         call_store(&self.0.config.fleet, path, body, timeout_ms).is_ok()
+    }
+
+    fn submit_hit(&self, id: u32, body: &[u8], timeout_ms: u64) -> Submitted {
+        crate::batch::submit(id, body, timeout_ms)
+    }
+
+    fn hit_done(&self) {
+        crate::batch::own_call_done();
     }
 
     fn reply(&self, reply: &LocalReply) {

@@ -2,9 +2,11 @@
 //! ([`ankusa_core::hook::machine`]) deciding, its effects performed on the
 //! [`Host`]. Nothing here decides anything about admission.
 
+use crate::batch;
 use crate::host::Host;
-use ankusa_core::hook::machine::HOOK_ID;
+use ankusa_core::hook::batch::Submitted;
 use ankusa_core::hook::machine::{self, Effect, Flow, Step};
+use ankusa_core::hook::machine::{HIT_PATH, HOOK_ID};
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;
 
@@ -12,10 +14,64 @@ pub struct Hook<H: Host> {
     /// None: the filter has no configuration.
     host: Option<H>,
     machine: machine::Hook,
+    batching: Batching,
+}
+
+/// How this hook's hit call leaves: alone, or with its worker's next call.
+#[derive(Default)]
+struct Batching {
+    /// The HTTP context's id: how a batched call's answer finds this hook.
+    id: u32,
+    /// A hit call this hook sent on its own is in flight.
+    own_call: bool,
+}
+
+impl Batching {
+    /// Performs a step. A hit call waits for the worker's next call when
+    /// one is in flight (see [`crate::batch`]): the machine is parked there,
+    /// paused, until the root answers it.
+    fn run<H: Host>(&mut self, host: &H, machine: &mut machine::Hook, mut step: Step) -> Flow {
+        if let Some(Effect::CallStore {
+            path: HIT_PATH,
+            body,
+            timeout_ms,
+        }) = step.effects.last()
+        {
+            match host.submit_hit(self.id, body, *timeout_ms) {
+                Submitted::SendNow => self.own_call = true,
+                Submitted::Queued | Submitted::QueuedFlush => {
+                    step.effects.pop();
+                    let flow = perform(host, machine, step);
+                    batch::park(self.id, std::mem::take(machine));
+                    return flow;
+                }
+            }
+        }
+        let flow = perform(host, machine, step);
+        if !machine.calling() {
+            // The host refused the dispatch: no call is in flight.
+            self.call_done(host);
+        }
+        flow
+    }
+
+    /// This hook's own call is over (answered, refused, or never to be answered).
+    fn call_done<H: Host>(&mut self, host: &H) {
+        if std::mem::take(&mut self.own_call) {
+            host.hit_done();
+        }
+    }
+
+    /// Takes back a machine the root answered.
+    fn reclaim(&self, machine: &mut machine::Hook) {
+        if let Some(answered) = batch::reclaim(self.id) {
+            *machine = answered;
+        }
+    }
 }
 
 /// Performs a step's effects in order; the request's flow after them.
-fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Flow {
+pub(crate) fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Flow {
     for effect in step.effects {
         match effect {
             Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
@@ -51,7 +107,14 @@ impl<H: Host> Hook<H> {
         Hook {
             host,
             machine: machine::Hook::new(),
+            batching: Batching::default(),
         }
+    }
+
+    /// The hook of HTTP context `id`.
+    pub fn in_context(mut self, id: u32) -> Hook<H> {
+        self.batching.id = id;
+        self
     }
 }
 
@@ -67,6 +130,7 @@ impl<H: Host> Context for Hook<H> {
         if !self.machine.calling() {
             return;
         }
+        self.batching.call_done(host);
         let (status, body) = host.call_answer(body_size);
         let now = host.now_us();
         let step =
@@ -95,13 +159,28 @@ impl<H: Host> HttpContext for Hook<H> {
             || host.now_us(),
             |now| host.random(now),
         );
-        action(perform(host, &mut self.machine, step))
+        action(self.batching.run(host, &mut self.machine, step))
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
         let Some(host) = &self.host else {
             return Action::Pause;
         };
+        self.batching.reclaim(&mut self.machine);
+        if let Some(mut parked) = batch::take_waiting(self.batching.id) {
+            // Its call is in flight: the machine learns the body is all in
+            // (a refusal waits for that) and keeps the request paused.
+            let step = parked.on_body(
+                &host.env(),
+                body_size as u64,
+                end_of_stream,
+                || host.request_body(body_size),
+                || host.now_us(),
+            );
+            let flow = perform(host, &mut parked, step);
+            batch::park(self.batching.id, parked);
+            return action(flow);
+        }
         let step = self.machine.on_body(
             &host.env(),
             body_size as u64,
@@ -109,11 +188,12 @@ impl<H: Host> HttpContext for Hook<H> {
             || host.request_body(body_size),
             || host.now_us(),
         );
-        action(perform(host, &mut self.machine, step))
+        action(self.batching.run(host, &mut self.machine, step))
     }
 
     fn on_http_response_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {
         if let Some(host) = &self.host {
+            self.batching.reclaim(&mut self.machine);
             if self.machine.reads_upstream() {
                 // Only a claim's settle reads the upstream's answer.
                 let (status, upstream_id) = if self.machine.holds_claim() {
@@ -135,6 +215,10 @@ impl<H: Host> HttpContext for Hook<H> {
 
     fn on_log(&mut self) {
         if let Some(host) = &self.host {
+            if let Some(parked) = batch::forget(self.batching.id) {
+                self.machine = parked;
+            }
+            self.batching.call_done(host);
             let step = self.machine.on_stream_end();
             perform(host, &mut self.machine, step);
         }

@@ -9,6 +9,7 @@
 //! - [`runtime`]: config, signing keys, store token, metrics, shared-data keys, store calls.
 //! - [`http`]: one hook's HTTP context: callbacks into events, effects onto the [`host`].
 //! - [`host`]: the host calls a hook makes, as a trait; [`host::ProxyHost`] is proxy-wasm.
+//! - [`batch`]: a worker's micro-batched fleet hits: parked hooks, the root's batched calls.
 //! - [`drain`]: the settle batches and store resets a root context sends each tick.
 //! - [`poll`]: the fleet override list, polled from the store into shared data once a second per node.
 //! - [`headers`]: the request's headers, read from the host once per hook.
@@ -21,6 +22,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod batch;
 pub mod drain;
 pub mod headers;
 pub mod host;

@@ -5,7 +5,7 @@
 //! [`Drainer`] and the override [`Poller`]; every HTTP context gets a [`Hook`] over the runtime.
 
 use crate::drain::Drainer;
-use crate::host::ProxyHost;
+use crate::host::{Host, ProxyHost};
 use crate::http::Hook;
 use crate::poll::Poller;
 use crate::runtime::Runtime;
@@ -40,13 +40,16 @@ impl Context for Root {
         body: usize,
         _trailers: usize,
     ) {
+        let Some(rt) = self.runtime.clone() else {
+            return;
+        };
+        if crate::batch::on_call_answer(&rt, token, body) {
+            return;
+        }
         let poll = self.poller.owns(token);
         if !poll && !self.drainer.owns(token) {
             return;
         }
-        let Some(rt) = self.runtime.clone() else {
-            return;
-        };
         let status = crate::headers::value(MapType::HttpCallResponseHeaders, ":status");
         if poll {
             self.poller.answered(&rt, status.as_deref(), body);
@@ -62,6 +65,11 @@ impl RootContext for Root {
             Ok(runtime) => {
                 let tick = tick_ms(runtime.config.fleet.settle_interval_ms);
                 let _ = hostcalls::set_tick_period(Duration::from_millis(tick));
+                if runtime.config.uses_store() {
+                    crate::batch::init(
+                        ProxyHost(Rc::clone(&runtime)).random(crate::shared::now_us()),
+                    );
+                }
                 self.runtime = Some(runtime);
                 true
             }
@@ -84,8 +92,16 @@ impl RootContext for Root {
         }
     }
 
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Hook::new(self.runtime.clone().map(ProxyHost))))
+    fn on_queue_ready(&mut self, queue_id: u32) {
+        if let Some(rt) = self.runtime.clone() {
+            crate::batch::on_queue_ready(&rt, queue_id);
+        }
+    }
+
+    fn create_http_context(&self, context_id: u32) -> Option<Box<dyn HttpContext>> {
+        Some(Box::new(
+            Hook::new(self.runtime.clone().map(ProxyHost)).in_context(context_id),
+        ))
     }
 
     fn get_type(&self) -> Option<ContextType> {

@@ -281,6 +281,32 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// Sends `pipe` to `node` in one round trip and returns every command's
+    /// own reply, a command's error among them as a `Value::ServerError`
+    /// (on one Redis; a Cluster node's error fails the whole pipeline).
+    pub async fn send_pipeline_values(
+        &self,
+        node: &Node,
+        pipe: &Pipeline,
+        count: usize,
+    ) -> Result<Vec<Value>, redis::RedisError> {
+        if !matches!(node, Node::Single) {
+            return self.send_pipeline(node, pipe, count).await;
+        }
+        let mut conn = self
+            .conn()
+            .map_err(|e| redis::RedisError::from(std::io::Error::other(e.to_string())))?;
+        let started = Instant::now();
+        self.metrics.pipeline_round_trips.inc();
+        let result = conn.req_packed_commands(pipe, 0, count).await;
+        self.metrics
+            .redis_seconds
+            .observe(started.elapsed().as_secs_f64());
+        result
+    }
+}
+
 /// `CLUSTER SLOTS` → masters and their slot ranges; malformed rows are skipped.
 pub fn parse_cluster_slots(value: &Value) -> Vec<SlotOwner> {
     let Value::Array(rows) = value else {

@@ -3,7 +3,7 @@
 //! - [`auth`]: the bearer tokens every `/v1/*` caller must present, and the start-up policy.
 //! - [`config`]: flags, environment fallbacks, and the Redis target (single or Cluster).
 //! - [`server`]: the listener (HTTP/1.1 and h2c) and the graceful stop; tests call [`server::run`].
-//! - [`routes`]: `/v1/hit`, `/v1/settle`, `/v1/reset`, `/metrics`, `/healthz`, `/readyz`.
+//! - [`routes`]: `/v1/hit`, `/v1/hits`, `/v1/settle`, `/v1/reset`, `/metrics`, `/healthz`, `/readyz`.
 //! - [`backend`]: the Redis connection, made and probed in the background.
 //! - [`scripts`] and [`keys`]: the Lua scripts and the key names they touch.
 //! - [`batcher`]: settle coalescing, one pipeline per Redis node per flush.

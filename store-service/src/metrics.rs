@@ -13,6 +13,8 @@ pub struct Metrics {
     pub redis_seconds: Histogram,
     /// `ankusa_store_settle_batch_ops`: operations per settle flush.
     pub settle_batch_ops: Histogram,
+    /// `ankusa_store_hits_per_call`: hits carried by one hit call (1 for `/v1/hit`).
+    pub hits_per_call: Histogram,
     /// `ankusa_store_pipeline_round_trips_total`: one per pipeline sent to a node.
     pub pipeline_round_trips: IntCounter,
     /// `ankusa_store_settle_ops_total{op}`.
@@ -57,6 +59,14 @@ impl Metrics {
                 "Settle operations per flush.",
             )
             .buckets(prometheus::exponential_buckets(1.0, 4.0, 8).expect("static buckets")),
+        )
+        .expect("static metric definition");
+        let hits_per_call = Histogram::with_opts(
+            HistogramOpts::new(
+                "ankusa_store_hits_per_call",
+                "Hits carried by one hit call: 1 for /v1/hit, the batch's size for /v1/hits.",
+            )
+            .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]),
         )
         .expect("static metric definition");
         let pipeline_round_trips = IntCounter::new(
@@ -104,6 +114,7 @@ impl Metrics {
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(redis_seconds.clone()),
             Box::new(settle_batch_ops.clone()),
+            Box::new(hits_per_call.clone()),
             Box::new(pipeline_round_trips.clone()),
             Box::new(settle_ops.clone()),
             Box::new(errors.clone()),
@@ -119,6 +130,7 @@ impl Metrics {
             requests,
             redis_seconds,
             settle_batch_ops,
+            hits_per_call,
             pipeline_round_trips,
             settle_ops,
             errors,

@@ -11,6 +11,8 @@ const RELEASE_LUA: &str = include_str!("scripts/release.lua");
 
 pub struct Scripts {
     pub hit: Script,
+    /// The hit script's text, loaded ahead of each `/v1/hits` pipeline.
+    pub hit_text: String,
     pub release: Script,
     /// The release script's text, for pipelines that must fall back to EVAL.
     pub release_text: &'static str,
@@ -20,6 +22,7 @@ impl Scripts {
     pub fn new() -> Scripts {
         Scripts {
             hit: Script::new(&hit_source()),
+            hit_text: hit_source(),
             release: Script::new(RELEASE_LUA),
             release_text: RELEASE_LUA,
         }

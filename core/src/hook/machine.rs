@@ -34,7 +34,7 @@ use crate::node_buckets::{NodeBuckets, NodeVerdict};
 use crate::overrides::{self, Effective, Override};
 use crate::shadow::{self, Refusal};
 use crate::verify::Keys;
-use crate::wire::{Charge, Claim, HitAnswer, SettleOp};
+use crate::wire::{Charge, Claim, HitAnswer, HitReply, SettleOp};
 
 /// Request headers the filter sets on every forwarded hook (and strips from
 /// the sender's request, so a sender can't pick its own dedupe key).
@@ -160,6 +160,9 @@ pub struct Hook {
     in_force: Option<Override>,
     /// The store answered this hook: its word on the override stands.
     answered: bool,
+    /// The hook's call is shared with others whose outcome the breaker
+    /// counts (see [`Hook::share_call`]).
+    shares_call: bool,
     effects: Vec<Effect>,
 }
 
@@ -191,6 +194,14 @@ impl Hook {
     /// Whether a store call is in flight.
     pub fn calling(&self) -> bool {
         self.call.is_some()
+    }
+
+    /// The hook rides in a store call another hook's outcome is counted
+    /// for (see [`crate::hook::batch`]): the breaker counts calls, so this
+    /// hook's answer or failure is not counted again (unless it is the
+    /// breaker's probe).
+    pub fn share_call(&mut self) {
+        self.shares_call = true;
     }
 
     fn emit(&mut self, effect: Effect) {
@@ -395,6 +406,9 @@ impl Hook {
         failure: Option<&CallFailure>,
         now: u64,
     ) {
+        if self.shares_call && permit != CallPermit::Probe {
+            return;
+        }
         let Some(transition) = env.breaker().record(now, permit, failure.is_none()) else {
             return;
         };
@@ -583,11 +597,22 @@ impl Hook {
         body: Option<&[u8]>,
         now: u64,
     ) -> Step {
+        self.on_store_reply(env, plan::parse_reply(status, body), now)
+    }
+
+    /// [`Hook::on_store_answer`] with the answer already read: the hook's
+    /// reply, or how its call failed (a batched call's share, see
+    /// [`crate::hook::batch::split`]).
+    pub fn on_store_reply<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        answer: Result<HitReply, CallFailure>,
+        now: u64,
+    ) -> Step {
         let Some(call) = self.call.take() else {
             return self.step(Flow::Pause);
         };
         self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
-        let answer = plan::parse_reply(status, body);
         self.record(env, call.permit, answer.as_ref().err(), now);
         let (answer, levels) = match answer {
             Ok(reply) => {

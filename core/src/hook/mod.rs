@@ -3,6 +3,7 @@
 //! - [`machine`]: the hook's life: events in (headers, body, store answer, upstream answer, stream end), effects out.
 //! - [`headers`]: the request headers as one snapshot.
 //! - [`admit`]: the request rules (POST only, body limit, when the body is needed).
+//! - [`batch`]: micro-batched fleet hits per worker: which hooks share a store call, and each one's share of its answer.
 //! - [`plan`]: what a hook costs where, and what the store's answer or failure means.
 //! - [`rate_headers`]: the rate-limit headers of an answer, from the state that decided it.
 //! - [`reply`]: the local replies.
@@ -11,6 +12,7 @@
 //! - [`outcome`]: how a hook was answered, as the metrics count it.
 
 pub mod admit;
+pub mod batch;
 pub mod degraded;
 pub mod headers;
 pub mod machine;

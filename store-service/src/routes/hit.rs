@@ -30,32 +30,19 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
         HitAnswer::RateLimited { .. } => "rate_limited",
     };
     count(shared, "hit", result);
+    shared.backend.metrics.hits_per_call.observe(1.0);
     Ok(json(StatusCode::OK, &answer))
 }
 
-async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitReply, StoreError> {
+pub async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitReply, StoreError> {
     let mut conn = backend.conn()?;
+    let (keys, args) = keys_and_args(hit);
     let mut call = backend.scripts.hit.prepare_invoke();
-    for charge in &hit.charges {
-        call.key(keys::bucket(&charge.tenant, charge.kind));
+    for key in &keys {
+        call.key(key);
     }
-    // `validate` made every charge and the claim name one tenant.
-    let tenant = hit
-        .charges
-        .first()
-        .map(|c| c.tenant.as_str())
-        .or(hit.claim.as_ref().map(|c| c.tenant.as_str()))
-        .unwrap_or_default();
-    call.key(keys::override_of(tenant));
-    call.arg(hit.charges.len());
-    for charge in &hit.charges {
-        call.arg(charge.units).arg(charge.rate).arg(charge.burst);
-    }
-    if let Some(claim) = &hit.claim {
-        call.key(keys::claim(claim));
-        call.arg(&claim.hook_id)
-            .arg(&claim.node)
-            .arg(claim.pending_ttl_ms);
+    for arg in &args {
+        call.arg(arg);
     }
     let started = Instant::now();
     let reply = call.invoke_async::<Vec<Value>>(&mut conn).await;
@@ -65,6 +52,30 @@ async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitReply, StoreError
         .observe(started.elapsed().as_secs_f64());
     let reply = reply.map_err(|e| StoreError::from_redis(&e))?;
     parse_reply(&reply)
+}
+
+/// The hit script's KEYS and ARGV for one validated hit (see `hit.lua`).
+pub fn keys_and_args(hit: &HitRequest) -> (Vec<String>, Vec<String>) {
+    let mut keys = Vec::with_capacity(4);
+    let mut args = Vec::with_capacity(10);
+    for charge in &hit.charges {
+        keys.push(keys::bucket(&charge.tenant, charge.kind));
+    }
+    // `validate` made every charge and the claim name one tenant.
+    keys.push(keys::override_of(hit.tenant().unwrap_or_default()));
+    args.push(hit.charges.len().to_string());
+    for charge in &hit.charges {
+        args.push(charge.units.to_string());
+        args.push(charge.rate.to_string());
+        args.push(charge.burst.to_string());
+    }
+    if let Some(claim) = &hit.claim {
+        keys.push(keys::claim(claim));
+        args.push(claim.hook_id.clone());
+        args.push(claim.node.clone());
+        args.push(claim.pending_ttl_ms.to_string());
+    }
+    (keys, args)
 }
 
 /// `{'ok', levels}`, `{'duplicate', hook_id}`, `{'pending', ms}` or

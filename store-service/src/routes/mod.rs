@@ -2,6 +2,7 @@
 //! body and budget, and turning results into responses and metrics.
 
 mod hit;
+mod hits;
 mod overrides;
 mod reset;
 mod settle;
@@ -22,7 +23,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Largest hit or reset body read (1 MiB): a legal one is a few hundred bytes.
+/// Largest hit, hits or reset body read (1 MiB): a legal hit is a few
+/// hundred bytes, a batch of `MAX_HITS_PER_CALL` (256) of them well under it.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Largest settle body read (8 MiB): a legal settle may carry
 /// `MAX_SETTLE_OPS` (10 000) operations of up to ~800 bytes each, and an edge
@@ -44,6 +46,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
     let method = req.method().clone();
     let endpoint = match path.as_str() {
         "/v1/hit" => "hit",
+        "/v1/hits" => "hits",
         "/v1/settle" => "settle",
         "/v1/reset" => "reset",
         "/v1/overrides" => "overrides",
@@ -76,7 +79,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
             return Ok(reply);
         }
     }
-    let wanted = if matches!(endpoint, "hit" | "settle" | "reset") {
+    let wanted = if matches!(endpoint, "hit" | "hits" | "settle" | "reset") {
         Method::POST
     } else {
         Method::GET
@@ -98,6 +101,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
     }
     let result = match endpoint {
         "hit" => hit::hit(&shared, req).await,
+        "hits" => hits::hits(&shared, req).await,
         "settle" => settle::settle(&shared, req).await,
         "reset" => reset::reset(&shared, req).await,
         "overrides" => overrides::list(&shared, req).await,
@@ -148,7 +152,7 @@ fn fail(shared: &Shared, endpoint: &str, e: StoreError) -> Reply {
     }
     if matches!(
         endpoint,
-        "hit" | "settle" | "reset" | "overrides" | "override"
+        "hit" | "hits" | "settle" | "reset" | "overrides" | "override"
     ) {
         count(shared, endpoint, e.code());
     }

@@ -64,7 +64,7 @@ fn ready_store(redis: &Redis) -> Store {
 fn no_token_or_a_wrong_one_is_refused_and_counted() {
     let redis = Redis::start();
     let store = ready_store(&redis);
-    for path in ["/v1/hit", "/v1/settle", "/v1/reset", "/v1/nope"] {
+    for path in ["/v1/hit", "/v1/hits", "/v1/settle", "/v1/reset", "/v1/nope"] {
         assert_unauthorized(&post(&store, path, None, &json!({})), None);
     }
     // Overrides: every method, with no token, changes and reveals nothing.
@@ -101,7 +101,7 @@ fn no_token_or_a_wrong_one_is_refused_and_counted() {
     assert_unauthorized(&basic, None);
     assert_eq!(
         store.metric("ankusa_store_unauthorized_total{reason=\"missing\"}"),
-        9.0
+        10.0
     );
     assert_eq!(
         store.metric("ankusa_store_unauthorized_total{reason=\"invalid\"}"),
@@ -109,7 +109,7 @@ fn no_token_or_a_wrong_one_is_refused_and_counted() {
     );
     assert_eq!(
         store.metric("ankusa_store_errors_total{cause=\"unauthorized\"}"),
-        10.0
+        11.0
     );
     assert_eq!(
         store.metric("ankusa_store_requests_total{endpoint=\"hit\",result=\"unauthorized\"}"),

@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod common;
 mod guard;
+mod hits;
 mod outage;
 mod overrides;
 mod parity;

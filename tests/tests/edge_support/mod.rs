@@ -82,7 +82,8 @@ pub struct FakeStore {
     pub port: u16,
     pub connections: Arc<AtomicU64>,
     pub requests: Arc<AtomicU64>,
-    /// Of those, hit calls: the ones the breaker counts (a settle batch isn't one).
+    /// Of those, hit calls (`/v1/hit` or a batch on `/v1/hits`): the ones the
+    /// breaker counts (a settle batch isn't one).
     pub hits: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -140,10 +141,10 @@ impl FakeStore {
                         if n > 0 {
                             let text = String::from_utf8_lossy(&buf[..n]);
                             r.fetch_add(text.matches("POST /v1/").count() as u64, Ordering::SeqCst);
-                            h.fetch_add(
-                                text.matches("POST /v1/hit ").count() as u64,
-                                Ordering::SeqCst,
-                            );
+                            // A batch of hits is one call, as the breaker counts.
+                            let calls = text.matches("POST /v1/hit ").count()
+                                + text.matches("POST /v1/hits ").count();
+                            h.fetch_add(calls as u64, Ordering::SeqCst);
                         }
                     }
                 }
@@ -219,7 +220,7 @@ fn answer_garbage(
             }
             pending.drain(..end + 4 + len);
             requests.fetch_add(1, Ordering::SeqCst);
-            if head.starts_with("post /v1/hit ") {
+            if head.starts_with("post /v1/hit ") || head.starts_with("post /v1/hits ") {
                 hits.fetch_add(1, Ordering::SeqCst);
             }
             let body = "this is not json";

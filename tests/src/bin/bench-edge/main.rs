@@ -6,10 +6,11 @@
 //! `local_ratelimit`, (n) a no-op wasm filter, (f) a wasm filter making one
 //! callout per hook (the store's `/healthz`), then the Ankusa filter on
 //! (b) node scopes, (d) node scopes verifying GitHub signatures, (c) fleet
-//! scopes (one `/v1/hit` per hook to a release ankusa-store on a real Redis)
-//! and (o) fleet scopes with the store unreachable and the breaker open;
-//! with `--baseline-wasm`, (B) and (C) run another build of the filter on
-//! (b)'s and (c)'s configurations, for a before/after in the same run.
+//! scopes (one store hit per hook, hooks that arrive together sharing a
+//! call, to a release ankusa-store on a real Redis) and (o) fleet scopes
+//! with the store unreachable and the breaker open; with `--baseline-wasm`,
+//! (B) and (C) run another build of the filter on (b)'s and (c)'s
+//! configurations, for a before/after in the same run.
 //! Quotas are high enough that nothing is refused.
 //!
 //! Every Envoy runs with one worker pinned to one core (`taskset`), and

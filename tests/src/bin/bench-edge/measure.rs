@@ -123,8 +123,11 @@ impl EdgeCounts {
 /// What the store and Redis did: shared by every edge.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Shared {
-    /// Every `/v1/hit` the store answered, whatever the result.
+    /// Hits the store's hit calls carried (`ankusa_store_hits_per_call_sum`):
+    /// one per hook that reached it, alone or in a batch.
     pub store_hits: f64,
+    /// Hit calls (`/v1/hit` or a batch on `/v1/hits`) the store answered.
+    pub store_calls: f64,
     /// Redis's `total_commands_processed` (the INFO call itself included).
     pub redis_cmds: f64,
     /// CPU seconds of the store, Redis, the intake and this process (the load).
@@ -136,13 +139,10 @@ impl Shared {
         let text = http::get(&store.url_of("/metrics"))
             .map(|r| r.text())
             .unwrap_or_default();
-        let store_hits = text
-            .lines()
-            .filter(|l| {
-                l.starts_with("ankusa_store_requests_total{") && l.contains(r#"endpoint="hit""#)
-            })
-            .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
-            .sum();
+        let store_hits =
+            ankusa_testkit::store::metric_value(&text, "ankusa_store_hits_per_call_sum");
+        let store_calls =
+            ankusa_testkit::store::metric_value(&text, "ankusa_store_hits_per_call_count");
         let redis_cmds = redis
             .cli(&["INFO", "stats"])
             .lines()
@@ -151,6 +151,7 @@ impl Shared {
             .unwrap_or(0.0);
         Shared {
             store_hits,
+            store_calls,
             redis_cmds,
             others_cpu: others.iter().map(|&p| cpu_seconds(p, tick)).sum(),
         }
@@ -160,6 +161,7 @@ impl Shared {
     pub fn scaled(self, share: f64) -> Shared {
         Shared {
             store_hits: self.store_hits * share,
+            store_calls: self.store_calls * share,
             redis_cmds: self.redis_cmds * share,
             others_cpu: self.others_cpu * share,
         }
@@ -168,6 +170,7 @@ impl Shared {
     pub fn since(self, before: Shared) -> Shared {
         Shared {
             store_hits: self.store_hits - before.store_hits,
+            store_calls: self.store_calls - before.store_calls,
             redis_cmds: self.redis_cmds - before.redis_cmds,
             others_cpu: self.others_cpu - before.others_cpu,
         }
@@ -240,6 +243,7 @@ impl Tally {
 
     pub fn add_shared(&mut self, s: Shared) {
         self.shared.store_hits += s.store_hits;
+        self.shared.store_calls += s.store_calls;
         self.shared.redis_cmds += s.redis_cmds;
         self.shared.others_cpu += s.others_cpu;
     }

@@ -63,7 +63,7 @@ pub fn problem(v: &Variant, t: &Tally, mode: &str) -> Option<String> {
             t.counts.callout_answers, t.ok
         )),
         _ if v.hits_store() && t.shared.store_hits == 0.0 => {
-            Some(format!("{tag} the store saw no /v1/hit"))
+            Some(format!("{tag} the store saw no hit"))
         }
         _ if v.store_down && t.counts.breaker != 1.0 => Some(format!(
             "{tag} the breaker was not open (state {})",
@@ -219,9 +219,11 @@ pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
         );
         if v.hits_store() {
             line += &format!(
-                "; store /v1/hit {:.0} ({:.2} per hook); Redis commands {:.0} ({:.2} per hook)",
+                "; store hits {:.0} ({:.2} per hook) in {:.0} calls ({:.2} hooks per call); Redis commands {:.0} ({:.2} per hook)",
                 t.shared.store_hits,
                 t.per_hook(t.shared.store_hits),
+                t.shared.store_calls,
+                t.shared.store_hits / t.shared.store_calls.max(1.0),
                 t.shared.redis_cmds,
                 t.per_hook(t.shared.redis_cmds)
             );

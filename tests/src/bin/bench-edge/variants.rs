@@ -39,7 +39,7 @@ pub struct Variant {
 }
 
 impl Variant {
-    /// Calls the store's `/v1/hit` (the one variant the store's counts belong to).
+    /// Calls the store's `/v1/hit` or `/v1/hits` (the one variant the store's counts belong to).
     pub fn hits_store(&self) -> bool {
         self.module == Module::Filter && !self.store_down && self.config.get("fleet").is_some()
     }

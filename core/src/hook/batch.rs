@@ -1,0 +1,237 @@
+//! Micro-batched fleet hits, per worker: which hooks share a store call.
+//!
+//! A hook whose worker has no hit call in flight is sent at once, alone,
+//! on `/v1/hit` (no added latency when traffic is light). A hook that
+//! arrives while a call is in flight waits; when that call is answered the
+//! waiting hooks leave together as the next call (`/v1/hits`, up to
+//! [`MAX_BATCH`]; a queue that fills up leaves at once as a call of its own).
+//!
+//! Every hook keeps its own budget, measured from its own arrival: the
+//! call that carries it times out when the earliest budget among its hooks
+//! ends, and a hook with less than half its budget left when its call would
+//! leave is answered from the node instead (it never waited for the call in
+//! flight beyond that call's own timeout, which ended within its budget).
+//! Each hook gets its own result back ([`split`]): its own answer, its own
+//! refusal, or the whole call's failure.
+
+use crate::hook::machine::HIT_PATH;
+use crate::hook::plan::{parse_reply, CallFailure};
+use crate::hook::settle::Queued;
+use crate::wire::{ErrorBody, HitReply, SettleOp};
+use crate::wire_batch::{HitResult, HitsAnswer, HITS_PATH, MAX_HITS_PER_CALL};
+use std::collections::VecDeque;
+
+/// Most hooks in one call (the store takes up to [`MAX_HITS_PER_CALL`]).
+pub const MAX_BATCH: usize = 64;
+const _: () = assert!(MAX_BATCH <= MAX_HITS_PER_CALL);
+
+/// A hook waiting for a call: its id in the host, its hit request (JSON),
+/// when it arrived and its budget.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub id: u32,
+    pub body: Vec<u8>,
+    pub arrived_us: u64,
+    pub budget_ms: u64,
+}
+
+impl Waiting {
+    fn left_us(&self, now_us: u64) -> u64 {
+        (self.arrived_us + self.budget_ms * 1_000).saturating_sub(now_us)
+    }
+}
+
+/// What a hook that wants to call the store does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submitted {
+    /// No call is in flight: send its own call now.
+    SendNow,
+    /// It waits for the next call.
+    Queued,
+    /// It waits, and the queue is full: flush now.
+    QueuedFlush,
+}
+
+/// One store call carrying the hits of `members`, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    pub members: Vec<u32>,
+    pub path: &'static str,
+    pub body: Vec<u8>,
+    pub timeout_ms: u64,
+}
+
+/// What a flush does: hooks answered from the node (too little budget left), and the call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Flush {
+    pub expired: Vec<u32>,
+    pub call: Option<Outgoing>,
+}
+
+/// One worker's hit calls in flight and the hooks waiting for the next.
+#[derive(Debug, Default)]
+pub struct Batcher {
+    in_flight: usize,
+    queue: VecDeque<Waiting>,
+}
+
+impl Batcher {
+    pub fn new() -> Batcher {
+        Batcher::default()
+    }
+
+    /// Calls in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Hooks waiting.
+    pub fn waiting(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// A hook wants to call the store.
+    pub fn submit(&mut self, hook: Waiting) -> Submitted {
+        if self.in_flight == 0 && self.queue.is_empty() {
+            self.in_flight = 1;
+            return Submitted::SendNow;
+        }
+        self.queue.push_back(hook);
+        if self.queue.len() >= MAX_BATCH {
+            Submitted::QueuedFlush
+        } else {
+            Submitted::Queued
+        }
+    }
+
+    /// A call was answered, failed, or will never be answered; true when
+    /// hooks wait (flush them now).
+    pub fn done(&mut self) -> bool {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        !self.queue.is_empty()
+    }
+
+    /// A waiting hook went away; true if it was waiting.
+    pub fn forget(&mut self, id: u32) -> bool {
+        let before = self.queue.len();
+        self.queue.retain(|w| w.id != id);
+        self.queue.len() != before
+    }
+
+    /// Takes up to [`MAX_BATCH`] waiting hooks: those with at least half
+    /// their budget left leave as one call (counted in flight), timed out
+    /// when the first of their budgets ends; the others expire.
+    pub fn flush(&mut self, now_us: u64) -> Flush {
+        let mut flush = Flush::default();
+        let mut members: Vec<Waiting> = Vec::new();
+        while members.len() < MAX_BATCH {
+            let Some(hook) = self.queue.pop_front() else {
+                break;
+            };
+            if hook.left_us(now_us) * 2 < hook.budget_ms * 1_000 || hook.left_us(now_us) < 1_000 {
+                flush.expired.push(hook.id);
+            } else {
+                members.push(hook);
+            }
+        }
+        if members.is_empty() {
+            return flush;
+        }
+        let timeout_ms = members
+            .iter()
+            .map(|m| m.left_us(now_us) / 1_000)
+            .min()
+            .unwrap_or(1)
+            .max(1);
+        let (path, body) = match members.as_slice() {
+            [one] => (HIT_PATH, one.body.clone()),
+            many => (HITS_PATH, hits_body(many.iter().map(|m| m.body.as_slice()))),
+        };
+        self.in_flight += 1;
+        flush.call = Some(Outgoing {
+            members: members.into_iter().map(|m| m.id).collect(),
+            path,
+            body,
+            timeout_ms,
+        });
+        flush
+    }
+}
+
+/// `{"hits":[...]}` from hit requests already serialized.
+fn hits_body<'a>(hits: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut body = b"{\"hits\":[".to_vec();
+    for (i, hit) in hits.enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(hit);
+    }
+    body.extend_from_slice(b"]}");
+    body
+}
+
+/// `body` (a `/v1/hits` request) with `ops` riding on it as `"settle"`.
+pub fn with_settle(mut body: Vec<u8>, ops: &[Queued]) -> Vec<u8> {
+    if ops.is_empty() || !body.ends_with(b"]}") {
+        return body;
+    }
+    let ops: Vec<&SettleOp> = ops.iter().map(|q| &q.op).collect();
+    let Ok(list) = serde_json::to_vec(&ops) else {
+        return body;
+    };
+    body.pop();
+    body.extend_from_slice(b",\"settle\":");
+    body.extend_from_slice(&list);
+    body.push(b'}');
+    body
+}
+
+/// One hook's share of a call's answer: its reply, or how its call failed,
+/// as its own `/v1/hit` call would have been read.
+pub type Share = Result<HitReply, CallFailure>;
+
+/// Splits a call's answer among its `members` hooks, in order. A single
+/// hit's answer is the member's own; a batch answered 200 with one result
+/// per hook gives each its result (a refusal as the status the store gives
+/// that error); any other answer is every member's failure. Second: the
+/// riding settle operations the store applied (None: not applied, or none
+/// rode).
+pub fn split(
+    members: usize,
+    status: Option<&str>,
+    body: Option<&[u8]>,
+) -> (Vec<Share>, Option<usize>) {
+    if members == 1 || status != Some("200") {
+        return (vec![parse_reply(status, body); members], None);
+    }
+    let parsed = body.and_then(|b| serde_json::from_slice::<HitsAnswer>(b).ok());
+    match parsed {
+        Some(answer) if answer.results.len() == members => (
+            answer.results.into_iter().map(share).collect(),
+            answer.settled,
+        ),
+        // A 200 that isn't one result per hook: each hook's answer is unparsable.
+        _ => (vec![Err(CallFailure::Unparsable); members], None),
+    }
+}
+
+fn share(result: HitResult) -> Share {
+    match result {
+        HitResult::Reply(reply) => Ok(reply),
+        HitResult::Refused(e) => Err(CallFailure::Status(status_of(&e).to_string())),
+    }
+}
+
+/// The status the store answers an error code with on `/v1/hit`.
+fn status_of(e: &ErrorBody) -> &'static str {
+    match e.error.as_str() {
+        "bad_request" => "400",
+        "unauthorized" => "401",
+        "timeout" | "redis_unavailable" | "overloaded" => "503",
+        _ => "500",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,307 @@
+//! Which hooks share a call, when it leaves, and each hook's share of the answer.
+
+use super::*;
+use crate::hook::plan::{parse_reply, CallFailure};
+use crate::wire::HitAnswer;
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
+const MS: u64 = 1_000;
+
+fn hook(id: u32, arrived_us: u64) -> Waiting {
+    Waiting {
+        id,
+        body: format!(r#"{{"charges":[],"claim":null,"n":{id}}}"#).into_bytes(),
+        arrived_us,
+        budget_ms: 20,
+    }
+}
+
+#[test]
+fn a_lone_hook_is_sent_at_once_and_alone() {
+    let mut b = Batcher::new();
+    assert_eq!(b.submit(hook(1, 0)), Submitted::SendNow);
+    assert_eq!(b.in_flight(), 1);
+    assert_eq!(b.waiting(), 0);
+    // Its answer leaves nothing waiting: nothing to flush.
+    assert!(!b.done());
+    assert_eq!(b.submit(hook(2, 5 * MS)), Submitted::SendNow);
+}
+
+#[test]
+fn hooks_arriving_during_a_call_share_the_next_one_in_order() {
+    let mut b = Batcher::new();
+    assert_eq!(b.submit(hook(1, 0)), Submitted::SendNow);
+    for (id, at) in [(2, MS), (3, 2 * MS), (4, 3 * MS)] {
+        assert_eq!(b.submit(hook(id, at)), Submitted::Queued);
+    }
+    assert!(b.done(), "hooks wait: flush");
+    let flush = b.flush(4 * MS);
+    assert!(flush.expired.is_empty());
+    let call = flush.call.expect("a call");
+    assert_eq!(call.members, vec![2, 3, 4]);
+    assert_eq!(call.path, "/v1/hits");
+    let body: serde_json::Value = serde_json::from_slice(&call.body).unwrap();
+    let ns: Vec<u64> = body["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ns, vec![2, 3, 4]);
+    // The earliest budget bounds the call: hook 2 arrived at 1 ms, 20 ms budget.
+    assert_eq!(call.timeout_ms, 17);
+    assert_eq!(b.in_flight(), 1);
+    assert_eq!(b.waiting(), 0);
+}
+
+#[test]
+fn one_waiting_hook_leaves_on_the_single_path() {
+    let mut b = Batcher::new();
+    b.submit(hook(1, 0));
+    b.submit(hook(2, MS));
+    b.done();
+    let call = b.flush(2 * MS).call.expect("a call");
+    assert_eq!((call.members, call.path), (vec![2], "/v1/hit"));
+    assert_eq!(call.body, hook(2, MS).body);
+}
+
+#[test]
+fn a_hook_with_under_half_its_budget_left_is_answered_from_the_node() {
+    let mut b = Batcher::new();
+    b.submit(hook(1, 0));
+    b.submit(hook(2, 0));
+    b.submit(hook(3, 9 * MS));
+    b.done();
+    // At 12 ms hook 2 has 8 of 20 ms left, hook 3 has 17.
+    let flush = b.flush(12 * MS);
+    assert_eq!(flush.expired, vec![2]);
+    let call = flush.call.expect("a call");
+    assert_eq!((call.members, call.timeout_ms), (vec![3], 17));
+    // Nothing worth sending: no call, nothing in flight.
+    let mut b = Batcher::new();
+    b.submit(hook(1, 0));
+    b.submit(hook(2, 0));
+    b.done();
+    let flush = b.flush(25 * MS);
+    assert_eq!((flush.expired, flush.call), (vec![2], None));
+    assert_eq!(b.in_flight(), 0);
+}
+
+#[test]
+fn a_full_queue_flushes_at_once_and_a_batch_is_bounded() {
+    let mut b = Batcher::new();
+    b.submit(hook(0, 0));
+    for id in 1..MAX_BATCH as u32 {
+        assert_eq!(b.submit(hook(id, 0)), Submitted::Queued);
+    }
+    assert_eq!(b.submit(hook(MAX_BATCH as u32, 0)), Submitted::QueuedFlush);
+    b.submit(hook(999, 0));
+    let call = b.flush(MS).call.expect("a call");
+    assert_eq!(call.members.len(), MAX_BATCH);
+    assert_eq!(b.waiting(), 1);
+    assert_eq!(b.in_flight(), 2);
+}
+
+#[test]
+fn a_hook_that_went_away_is_not_sent() {
+    let mut b = Batcher::new();
+    b.submit(hook(1, 0));
+    b.submit(hook(2, 0));
+    b.submit(hook(3, 0));
+    assert!(b.forget(2));
+    assert!(!b.forget(2));
+    b.done();
+    assert_eq!(b.flush(MS).call.expect("a call").members, vec![3]);
+}
+
+#[test]
+fn each_hook_gets_its_own_result() {
+    let body = br#"{"results":[{"result":"ok"},
+        {"result":"duplicate","hook_id":"h0"},
+        {"error":"bad_request","message":"hits[2].claim.key: bad"},
+        {"error":"redis_unavailable","message":"retry later"}]}"#;
+    let (shares, settled) = split(4, Some("200"), Some(body));
+    assert_eq!(settled, None);
+    let read = |i: usize| shares[i].clone();
+    assert_eq!(read(0).unwrap().answer, HitAnswer::Ok);
+    assert_eq!(
+        read(1).unwrap().answer,
+        HitAnswer::Duplicate {
+            hook_id: "h0".into()
+        }
+    );
+    assert_eq!(read(2).unwrap_err(), CallFailure::Status("400".into()));
+    assert_eq!(read(3).unwrap_err(), CallFailure::Status("503".into()));
+}
+
+#[test]
+fn settles_ride_on_a_batch_and_their_count_comes_back() {
+    use crate::hook::settle::Queued;
+    use crate::wire::{Claim, SettleOp};
+    let claim = Claim {
+        tenant: "acme".into(),
+        source_id: "gh".into(),
+        key: "k".into(),
+        hook_id: "h".into(),
+        node: "edge-1".into(),
+        ttl_ms: 1000,
+        pending_ttl_ms: 100,
+    };
+    let ops = vec![
+        Queued {
+            retries: 0,
+            op: SettleOp::Release {
+                claim: claim.clone(),
+            },
+        },
+        Queued {
+            retries: 1,
+            op: SettleOp::Promote {
+                claim,
+                hook_id: "h".into(),
+            },
+        },
+    ];
+    let hit = br#"{"charges":[],"claim":null}"#;
+    let body = hits_body([&hit[..], &hit[..]].into_iter());
+    let request: crate::wire_batch::HitsRequest =
+        serde_json::from_slice(&with_settle(body.clone(), &ops)).unwrap();
+    assert_eq!(request.hits.len(), 2);
+    let sent: Vec<SettleOp> = ops.iter().map(|q| q.op.clone()).collect();
+    assert_eq!(request.settle, sent);
+    assert_eq!(with_settle(body.clone(), &[]), body);
+    let answer = br#"{"results":[{"result":"ok"},{"result":"ok"}],"settled":2}"#;
+    assert_eq!(split(2, Some("200"), Some(answer)).1, Some(2));
+    let answer = br#"{"results":[{"result":"ok"},{"result":"ok"}]}"#;
+    assert_eq!(split(2, Some("200"), Some(answer)).1, None);
+    assert_eq!(split(2, Some("503"), Some(b"{}")).1, None);
+}
+
+#[test]
+fn a_failed_call_is_every_hooks_failure() {
+    for (status, body) in [
+        (None, None),
+        (Some("503"), Some(&b"no healthy upstream"[..])),
+        (Some("504"), Some(&b"upstream request timeout"[..])),
+    ] {
+        let (shares, _) = split(3, status, body);
+        assert_eq!(shares.len(), 3);
+        let alone = parse_reply(status, body).unwrap_err();
+        assert!(shares.iter().all(|s| s.as_ref().err() == Some(&alone)));
+    }
+    // A 200 that isn't one result per hook is unparsable for each.
+    for body in [&br#"{"results":[{"result":"ok"}]}"#[..], b"garbage"] {
+        let (shares, _) = split(2, Some("200"), Some(body));
+        assert_eq!(shares, vec![Err(CallFailure::Unparsable); 2]);
+    }
+    // One hook: its answer is its own, untouched.
+    let (shares, _) = split(1, Some("200"), Some(br#"{"result":"ok"}"#));
+    assert_eq!(shares[0].as_ref().map(|r| &r.answer), Ok(&HitAnswer::Ok));
+}
+
+mod breaker {
+    //! The breaker counts calls: hooks that shared a call count once.
+    use crate::breaker::{Breaker, BreakerState};
+    use crate::cas::{ensure_keys, MapStore};
+    use crate::config::Config;
+    use crate::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
+    use crate::hook::headers::RequestHeaders;
+    use crate::hook::machine::{Env, Hook};
+    use crate::node_buckets::NodeBuckets;
+    use crate::verify::Keys;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    const NOW: u64 = 1_700_000_000_000_000;
+
+    struct World {
+        config: Config,
+        keys: Keys,
+        store: MapStore,
+    }
+
+    impl World {
+        fn new() -> World {
+            let config = Config::parse(
+                br#"{"sources":{"gh":{"tenant":"acme","dedupe":"github"}},
+                    "rate_limits":{"scope":"fleet","default":{"rate":100,"burst":100}},
+                    "dedupe":{"scope":"fleet"},
+                    "fleet":{"breaker_min_calls":2,"breaker_failure_rate":0.5}}"#,
+            )
+            .unwrap();
+            let keys = Keys::resolve(&config, |_| None).unwrap();
+            let store = MapStore::new();
+            let buckets = NodeBuckets::new(&store, BUCKET_PREFIX, BUCKET_SLOTS);
+            ensure_keys(&store, buckets.keys().chain(FIXED.map(String::from)));
+            World {
+                config,
+                keys,
+                store,
+            }
+        }
+
+        fn env(&self) -> Env<'_, MapStore> {
+            Env {
+                config: &self.config,
+                keys: &self.keys,
+                node: "edge-1",
+                store: &self.store,
+            }
+        }
+
+        /// A hook whose store call is in flight.
+        fn calling(&self, delivery: &str) -> Hook {
+            let mut hook = Hook::new();
+            let pairs = [
+                (":path", "/webhooks/gh"),
+                (":method", "POST"),
+                ("x-github-delivery", delivery),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+            .collect();
+            hook.on_headers(
+                &self.env(),
+                RequestHeaders::from_pairs(pairs),
+                true,
+                || NOW,
+                |_| [1; 10],
+            );
+            assert!(hook.calling());
+            hook
+        }
+
+        fn breaker(&self) -> BreakerState {
+            Breaker::new(&self.store, BREAKER_KEY, self.config.fleet.breaker).state(NOW + 2_000)
+        }
+    }
+
+    #[test]
+    fn hooks_that_shared_a_failed_call_count_as_one_call() {
+        let w = World::new();
+        let mut hooks: Vec<Hook> = (0..3).map(|i| w.calling(&format!("d-{i}"))).collect();
+        for (i, hook) in hooks.iter_mut().enumerate() {
+            if i > 0 {
+                hook.share_call();
+            }
+            hook.on_store_answer(&w.env(), Some("503"), Some(b"{}"), NOW + 1_000);
+        }
+        // One failed call of the two the breaker needs to judge: still closed.
+        assert_eq!(w.breaker(), BreakerState::Closed);
+        // A second call fails: two of two failed, it opens.
+        let mut alone = w.calling("d-alone");
+        alone.on_store_answer(&w.env(), Some("503"), Some(b"{}"), NOW + 1_000);
+        assert_eq!(w.breaker(), BreakerState::Open);
+    }
+
+    #[test]
+    fn hooks_that_each_sent_a_call_each_count() {
+        let w = World::new();
+        for i in 0..2 {
+            let mut hook = w.calling(&format!("e-{i}"));
+            hook.on_store_answer(&w.env(), Some("503"), Some(b"{}"), NOW + 1_000);
+        }
+        assert_eq!(w.breaker(), BreakerState::Open);
+    }
+}

@@ -1,0 +1,245 @@
+//! `POST /v1/hits`: several hooks' hits, each exactly as `/v1/hit` would
+//! run it, in one Redis pipeline per node.
+//!
+//! Each hit is read and checked on its own: a malformed one is answered with
+//! its own `bad_request` (naming `hits[i]` and the field) and the others run.
+//! Every pipeline starts with `SCRIPT LOAD` of the hit script, so a Redis
+//! that lost its script cache (restart, `SCRIPT FLUSH`) runs the batch all
+//! the same: no hit is ever sent twice, as a hit is not idempotent.
+
+use super::hit::{keys_and_args, parse_reply};
+use super::{budget, count, json, read_json, within, Reply, Shared};
+use crate::backend::{Backend, Node};
+use crate::errors::StoreError;
+use crate::keys;
+use ankusa_core::wire::{ErrorBody, HitReply, HitRequest, SettleOp};
+use ankusa_core::wire_batch::{check_count, check_settle, item_field, HitResult, HitsAnswer};
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
+use redis::Value;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::task::JoinSet;
+
+/// The body as read: each hit still raw, so one bad hit refuses only itself.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHits {
+    hits: Vec<serde_json::Value>,
+    #[serde(default)]
+    settle: Vec<SettleOp>,
+}
+
+type Answered = Result<HitReply, StoreError>;
+
+/// What one node runs: hits (with their index in the batch) and settle operations.
+type NodeWork = (Vec<(usize, HitRequest)>, Vec<SettleOp>);
+
+pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
+    let budget = budget(shared, &req)?;
+    let raw: RawHits = read_json(req, super::MAX_BODY_BYTES, "hits request").await?;
+    check_count(raw.hits.len()).map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    check_settle(&raw.settle).map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    let settles = raw.settle;
+    let total = raw.hits.len();
+    let mut results: Vec<Option<HitResult>> = vec![None; total];
+    let mut valid = Vec::with_capacity(total);
+    for (i, item) in raw.hits.into_iter().enumerate() {
+        match read_item(i, item) {
+            Ok(hit) => valid.push((i, hit)),
+            Err(e) => results[i] = Some(refused(&e)),
+        }
+    }
+    let mut settled = None;
+    if !valid.is_empty() || !settles.is_empty() {
+        shared.backend.conn()?;
+        let backend = Arc::clone(&shared.backend);
+        let settle_count = settles.len();
+        let (answered, settles_ok) = within(shared, "hits", budget, async move {
+            Ok(execute(backend, valid, settles).await)
+        })
+        .await?;
+        // A batch none of whose hits reached Redis fails as a whole, as
+        // `/v1/hit` would: the caller's breaker sees one failed call.
+        if !answered.is_empty() && answered.iter().all(|(_, a)| a.is_err()) {
+            if let Some((_, Err(e))) = answered.into_iter().next() {
+                return Err(e);
+            }
+            return Err(StoreError::Internal("an empty batch was run".into()));
+        }
+        for (i, answer) in answered {
+            results[i] = Some(match answer {
+                Ok(reply) => HitResult::Reply(reply),
+                Err(e) => refused(&e),
+            });
+        }
+        if settles_ok && settle_count > 0 {
+            settled = Some(settle_count);
+        }
+    }
+    let results: Vec<HitResult> = results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| refused(&StoreError::Internal("a hit was not run".into()))))
+        .collect();
+    shared.backend.metrics.hits_per_call.observe(total as f64);
+    count(shared, "hits", "ok");
+    Ok(json(StatusCode::OK, &HitsAnswer { results, settled }))
+}
+
+fn read_item(index: usize, item: serde_json::Value) -> Result<HitRequest, StoreError> {
+    let hit: HitRequest = serde_json::from_value(item)
+        .map_err(|e| StoreError::BadRequest(format!("hits[{index}]: not a valid hit: {e}")))?;
+    hit.validate()
+        .map_err(|e| StoreError::BadRequest(item_field(index, &e).to_string()))?;
+    Ok(hit)
+}
+
+fn refused(e: &StoreError) -> HitResult {
+    let ErrorBody { error, message } = e.body();
+    HitResult::Refused(ErrorBody { error, message })
+}
+
+/// Runs every hit and riding settle operation, one pipeline per Redis
+/// node, the nodes at once; whether every settle operation was applied.
+async fn execute(
+    backend: Arc<Backend>,
+    hits: Vec<(usize, HitRequest)>,
+    settles: Vec<SettleOp>,
+) -> (Vec<(usize, Answered)>, bool) {
+    let mut by_node: HashMap<Node, NodeWork> = HashMap::new();
+    for (i, hit) in hits {
+        // Every key of one hit carries its tenant's hash tag: one slot.
+        let node = backend.node_of(&keys::override_of(hit.tenant().unwrap_or_default()));
+        by_node.entry(node).or_default().0.push((i, hit));
+    }
+    for op in settles {
+        let node = backend.node_of(&keys::claim(op.claim()));
+        by_node.entry(node).or_default().1.push(op);
+    }
+    let mut sends = JoinSet::new();
+    for (node, (group, ops)) in by_node {
+        let backend = Arc::clone(&backend);
+        sends.spawn(async move { send(&backend, &node, group, &ops).await });
+    }
+    let mut out = Vec::new();
+    let mut settles_ok = true;
+    while let Some(joined) = sends.join_next().await {
+        match joined {
+            Ok((answers, ok)) => {
+                out.extend(answers);
+                settles_ok &= ok;
+            }
+            Err(e) => {
+                log::warn!("hits pipeline task: {e}");
+                settles_ok = false;
+            }
+        }
+    }
+    (out, settles_ok)
+}
+
+/// One pipeline to `node`: `SCRIPT LOAD` of the hit script (and of the
+/// release script, with a release among `ops`), one EVALSHA per hit, then
+/// the settle operations. Each hit gets its own reply, or its own error;
+/// the settle operations succeed or fail together.
+async fn send(
+    backend: &Backend,
+    node: &Node,
+    group: Vec<(usize, HitRequest)>,
+    ops: &[SettleOp],
+) -> (Vec<(usize, Answered)>, bool) {
+    let mut pipe = redis::pipe();
+    pipe.cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(&backend.scripts.hit_text);
+    let releases = ops.iter().any(|op| matches!(op, SettleOp::Release { .. }));
+    if releases {
+        pipe.cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(backend.scripts.release_text);
+    }
+    let loads = 1 + usize::from(releases);
+    let sha = backend.scripts.hit.get_hash();
+    for (_, hit) in &group {
+        let (keys, args) = keys_and_args(hit);
+        pipe.cmd("EVALSHA")
+            .arg(sha)
+            .arg(keys.len())
+            .arg(&keys)
+            .arg(&args);
+    }
+    for op in ops {
+        let key = keys::claim(op.claim());
+        match op {
+            SettleOp::Promote { hook_id, claim } => {
+                pipe.cmd("SET")
+                    .arg(&key)
+                    .arg(keys::committed_value(hook_id))
+                    .arg("PX")
+                    .arg(claim.ttl_ms);
+            }
+            SettleOp::Release { claim } => {
+                pipe.cmd("EVALSHA")
+                    .arg(backend.scripts.release.get_hash())
+                    .arg(1)
+                    .arg(&key)
+                    .arg(keys::pending_prefix(&claim.hook_id));
+            }
+        }
+    }
+    let expected = loads + group.len() + ops.len();
+    let result = backend.send_pipeline_values(node, &pipe, expected).await;
+    let values = match result {
+        Ok(values) if values.len() == expected => values,
+        Ok(values) => {
+            let e = format!("{} replies to {expected} commands", values.len());
+            return (every(group, || StoreError::Internal(e.clone())), false);
+        }
+        Err(e) => {
+            if matches!(e.kind(), redis::ErrorKind::Moved | redis::ErrorKind::Ask) {
+                backend.refresh_slots().await;
+            } else {
+                log::debug!("hits pipeline on {node:?}: {e}");
+            }
+            return (every(group, || StoreError::from_redis(&e)), false);
+        }
+    };
+    let mut values = values.into_iter().skip(loads);
+    let mut answers = Vec::with_capacity(group.len());
+    let mut moved = false;
+    for (i, _) in group {
+        let answer = match values.next() {
+            Some(Value::Array(reply)) => parse_reply(&reply),
+            Some(Value::ServerError(e)) if matches!(e.code(), "MOVED" | "ASK") => {
+                moved = true;
+                Err(StoreError::RedisUnavailable(
+                    "Cluster slots are moving".into(),
+                ))
+            }
+            Some(Value::ServerError(e)) => Err(StoreError::Internal(format!("hit script: {e:?}"))),
+            other => Err(StoreError::Internal(format!(
+                "unexpected hit script reply {other:?}"
+            ))),
+        };
+        answers.push((i, answer));
+    }
+    let settles_ok = values.all(|v| !matches!(v, Value::ServerError(_)));
+    if moved {
+        backend.refresh_slots().await;
+    }
+    if settles_ok {
+        for op in ops {
+            let name = match op {
+                SettleOp::Promote { .. } => "promote",
+                SettleOp::Release { .. } => "release",
+            };
+            backend.metrics.settle_ops.with_label_values(&[name]).inc();
+        }
+    }
+    (answers, settles_ok)
+}
+
+fn every(group: Vec<(usize, HitRequest)>, e: impl Fn() -> StoreError) -> Vec<(usize, Answered)> {
+    group.into_iter().map(|(i, _)| (i, Err(e()))).collect()
+}
