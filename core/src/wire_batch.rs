@@ -104,6 +104,7 @@ mod tests {
         let reply = HitResult::Reply(HitReply {
             answer: HitAnswer::RateLimited { retry_after_ms: 7 },
             in_force: None,
+            levels: vec![],
         });
         let text = serde_json::to_string(&reply).unwrap();
         assert_eq!(text, r#"{"result":"rate_limited","retry_after_ms":7}"#);
