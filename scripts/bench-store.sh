@@ -2,15 +2,18 @@
 # Drives POST /v1/hit of a release ankusa-store with concurrent keep-alive
 # clients, then runs the same hit script straight on the same Redis with
 # redis-benchmark (EVALSHA, same keys and arguments), and prints both rates,
-# their p50/p99 latency and the ratio. A benchmark, not a test.
+# their p50/p99 latency and the ratio. Then POST /v1/hits with BATCH hits
+# per call (as edges send hooks that arrive together), in hits/s beside the
+# same redis-benchmark rate. A benchmark, not a test.
 #
 #   scripts/bench-store.sh            # 32 clients, 5 s
-#   CLIENTS=64 SECONDS_RUN=10 scripts/bench-store.sh
+#   CLIENTS=64 SECONDS_RUN=10 BATCH=16 scripts/bench-store.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CLIENTS=${CLIENTS:-32}
 SECONDS_RUN=${SECONDS_RUN:-5}
+BATCH=${BATCH:-8}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 cargo build --release -p ankusa-store --bins >&2
@@ -70,3 +73,18 @@ REDIS_P50=$(awk -F'","' '{print $5}' <<<"$CSV")
 REDIS_P99=$(awk -F'","' '{print $7}' <<<"$CSV")
 echo "redis  EVALSHA hit (redis-benchmark):   rps=${REDIS_RPS%.*} p50_ms=$REDIS_P50 p99_ms=$REDIS_P99 requests=$REQUESTS clients=$CLIENTS"
 python3 -c "import sys; s, r = float(sys.argv[1]), float(sys.argv[2]); print(f'ratio  store/redis rate: {s / r:.2f}')" "$STORE_RPS" "$REDIS_RPS"
+
+# The same hits, BATCH to a call on /v1/hits (fresh claim keys per hit).
+HITS=$(python3 -c '
+import json, sys
+n = int(sys.argv[1])
+hit = lambda j: {"charges": [{"kind": "hooks", "tenant": "bench", "units": 1, "rate": 1000000000, "burst": 4294967296}],
+                 "claim": {"tenant": "bench", "source_id": "gh", "key": "b{i}-%d" % j, "hook_id": "h{i}-%d" % j,
+                           "node": "bench", "ttl_ms": 60000, "pending_ttl_ms": 30000}}
+print(json.dumps({"hits": [hit(j) for j in range(n)]}, separators=(",", ":")))' "$BATCH")
+BATCH_LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT/v1/hits" \
+  --header content-type:application/json --bearer-env ANKUSA_STORE_TOKENS --body "$HITS" --expect-body '{"results":[{"result":"ok"' \
+  --clients "$CLIENTS" --seconds "$SECONDS_RUN")
+BATCH_RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$BATCH_LINE")
+echo "store  /v1/hits, $BATCH hits per call:     $BATCH_LINE"
+python3 -c "import sys; b, n, r = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]); print(f'ratio  store/redis rate, batched: {b * n / r:.2f} ({b * n:.0f} hits/s)')" "$BATCH_RPS" "$BATCH" "$REDIS_RPS"
