@@ -710,3 +710,5 @@ mod node_override;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) mod world;

@@ -203,53 +203,27 @@ fn a_failed_call_is_every_hooks_failure() {
 mod breaker {
     //! The breaker counts calls: hooks that shared a call count once.
     use crate::breaker::{Breaker, BreakerState};
-    use crate::cas::{ensure_keys, MapStore};
-    use crate::config::Config;
-    use crate::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
+    use crate::edge_keys::BREAKER_KEY;
     use crate::hook::headers::RequestHeaders;
-    use crate::hook::machine::{Env, Hook};
-    use crate::node_buckets::NodeBuckets;
-    use crate::verify::Keys;
+    use crate::hook::machine::world::World;
+    use crate::hook::machine::Hook;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
     const NOW: u64 = 1_700_000_000_000_000;
 
-    struct World {
-        config: Config,
-        keys: Keys,
-        store: MapStore,
+    /// A fleet world whose breaker opens after two calls, half of them failed.
+    fn world() -> World {
+        World::new(
+            r#"{"sources":{"gh":{"tenant":"acme","dedupe":"github"}},
+                "rate_limits":{"scope":"fleet","default":{"rate":100,"burst":100}},
+                "dedupe":{"scope":"fleet"},
+                "fleet":{"breaker_min_calls":2,"breaker_failure_rate":0.5}}"#,
+            &[],
+        )
     }
 
     impl World {
-        fn new() -> World {
-            let config = Config::parse(
-                br#"{"sources":{"gh":{"tenant":"acme","dedupe":"github"}},
-                    "rate_limits":{"scope":"fleet","default":{"rate":100,"burst":100}},
-                    "dedupe":{"scope":"fleet"},
-                    "fleet":{"breaker_min_calls":2,"breaker_failure_rate":0.5}}"#,
-            )
-            .unwrap();
-            let keys = Keys::resolve(&config, |_| None).unwrap();
-            let store = MapStore::new();
-            let buckets = NodeBuckets::new(&store, BUCKET_PREFIX, BUCKET_SLOTS);
-            ensure_keys(&store, buckets.keys().chain(FIXED.map(String::from)));
-            World {
-                config,
-                keys,
-                store,
-            }
-        }
-
-        fn env(&self) -> Env<'_, MapStore> {
-            Env {
-                config: &self.config,
-                keys: &self.keys,
-                node: "edge-1",
-                store: &self.store,
-            }
-        }
-
         /// A hook whose store call is in flight.
         fn calling(&self, delivery: &str) -> Hook {
             let mut hook = Hook::new();
@@ -279,7 +253,7 @@ mod breaker {
 
     #[test]
     fn hooks_that_shared_a_failed_call_count_as_one_call() {
-        let w = World::new();
+        let w = world();
         let mut hooks: Vec<Hook> = (0..3).map(|i| w.calling(&format!("d-{i}"))).collect();
         for (i, hook) in hooks.iter_mut().enumerate() {
             if i > 0 {
@@ -297,7 +271,7 @@ mod breaker {
 
     #[test]
     fn hooks_that_each_sent_a_call_each_count() {
-        let w = World::new();
+        let w = world();
         for i in 0..2 {
             let mut hook = w.calling(&format!("e-{i}"));
             hook.on_store_answer(&w.env(), Some("503"), Some(b"{}"), NOW + 1_000);

@@ -1,48 +1,14 @@
 //! Hook lives through the state machine alone, over an in-memory store.
 
+use super::world::World;
 use super::*;
-use crate::cas::{ensure_keys, MapStore};
-use crate::edge_keys::FIXED;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
 const NOW: u64 = 1_700_000_000_000_000;
 const DELIVERY: &str = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
 
-struct World {
-    config: Config,
-    keys: Keys,
-    store: MapStore,
-}
-
 impl World {
-    fn new(config: &str, env: &[(&str, &str)]) -> World {
-        let config = Config::parse(config.as_bytes()).unwrap();
-        let keys = Keys::resolve(&config, |name| {
-            env.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        })
-        .unwrap();
-        let store = MapStore::new();
-        let buckets = NodeBuckets::new(&store, BUCKET_PREFIX, BUCKET_SLOTS);
-        ensure_keys(&store, buckets.keys().chain(FIXED.map(String::from)));
-        World {
-            config,
-            keys,
-            store,
-        }
-    }
-
-    fn env(&self) -> Env<'_, MapStore> {
-        Env {
-            config: &self.config,
-            keys: &self.keys,
-            node: "edge-1",
-            store: &self.store,
-        }
-    }
-
     fn headers(&self, hook: &mut Hook, pairs: &[(&str, &str)], end: bool) -> Step {
         let pairs = pairs
             .iter()

@@ -1,8 +1,7 @@
 //! Node-local charges under the node's polled override list.
 
+use super::super::world::World;
 use super::super::*;
-use crate::cas::{ensure_keys, MapStore};
-use crate::edge_keys::FIXED;
 use crate::hook::headers::RequestHeaders;
 use crate::overrides::node_list::{store_list, Polled, STALE_AFTER_MS};
 #[cfg(target_arch = "wasm32")]
@@ -10,39 +9,17 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 
 const NOW: u64 = 1_700_000_000_000_000;
 
-struct World {
-    config: Config,
-    keys: Keys,
-    store: MapStore,
+/// A world with the rate limits on `rate_scope` and a store to fall back from.
+fn world(rate_scope: &str) -> World {
+    let config = format!(
+        r#"{{"sources":{{"gh":{{"tenant":"acme"}}}},
+            "rate_limits":{{"scope":"{rate_scope}","default":{{"rate":1,"burst":100}}}},
+            "fleet":{{"timeout_ms":100}}}}"#
+    );
+    World::new(&config, &[])
 }
 
 impl World {
-    fn new(rate_scope: &str) -> World {
-        let config = format!(
-            r#"{{"sources":{{"gh":{{"tenant":"acme"}}}},
-                "rate_limits":{{"scope":"{rate_scope}","default":{{"rate":1,"burst":100}}}},
-                "fleet":{{"timeout_ms":100}}}}"#
-        );
-        let config = Config::parse(config.as_bytes()).unwrap();
-        let store = MapStore::new();
-        let buckets = NodeBuckets::new(&store, BUCKET_PREFIX, BUCKET_SLOTS);
-        ensure_keys(&store, buckets.keys().chain(FIXED.map(String::from)));
-        World {
-            config,
-            keys: Keys::default(),
-            store,
-        }
-    }
-
-    fn env(&self) -> Env<'_, MapStore> {
-        Env {
-            config: &self.config,
-            keys: &self.keys,
-            node: "edge-1",
-            store: &self.store,
-        }
-    }
-
     /// The store's list, as a poll at `now_us` took it.
     fn polled(&self, json: &str, now_us: u64) {
         let overrides = serde_json::from_str(json).unwrap();
@@ -92,7 +69,7 @@ const LOWERED: &str = r#"[{"tenant":"acme","rate":1,"burst":3,"version":1}]"#;
 
 #[test]
 fn a_node_tenant_is_held_to_the_polled_override() {
-    let w = World::new("node");
+    let w = world("node");
     w.polled(LOWERED, NOW);
     assert_eq!(
         w.admitted(10, NOW),
@@ -103,14 +80,14 @@ fn a_node_tenant_is_held_to_the_polled_override() {
 
 #[test]
 fn without_an_override_the_configuration_holds() {
-    let w = World::new("node");
+    let w = world("node");
     w.polled("[]", NOW);
     assert_eq!(w.admitted(10, NOW), (10, 0));
 }
 
 #[test]
 fn a_stale_list_or_an_expired_override_gives_the_configuration_back() {
-    let w = World::new("node");
+    let w = world("node");
     w.polled(LOWERED, NOW);
     let later = NOW + STALE_AFTER_MS * 1_000;
     assert_eq!(
@@ -118,7 +95,7 @@ fn a_stale_list_or_an_expired_override_gives_the_configuration_back() {
         (10, 0),
         "the store was not reached for the bound"
     );
-    let w = World::new("node");
+    let w = world("node");
     let expiring = format!(
         r#"[{{"tenant":"acme","rate":1,"burst":3,"expires_at_ms":{},"version":1}}]"#,
         NOW / 1_000 + 5
@@ -129,7 +106,7 @@ fn a_stale_list_or_an_expired_override_gives_the_configuration_back() {
 
 #[test]
 fn a_shadow_override_forwards_what_the_limit_refuses_and_counts_it() {
-    let w = World::new("node");
+    let w = world("node");
     w.polled(
         r#"[{"tenant":"acme","rate":1,"burst":3,"shadow":true,"version":1}]"#,
         NOW,
@@ -139,7 +116,7 @@ fn a_shadow_override_forwards_what_the_limit_refuses_and_counts_it() {
 
 #[test]
 fn a_fleet_tenant_falling_back_applies_the_last_known_override() {
-    let w = World::new("fleet");
+    let w = world("fleet");
     w.polled(LOWERED, NOW);
     assert_eq!(w.admitted(10, NOW), (3, 0));
 }
@@ -152,7 +129,7 @@ fn the_stores_answer_outranks_the_nodes_list() {
         "rate_limits":{"default":{"rate":1,"burst":100}},"dedupe":{"scope":"fleet"}}"#;
     let w = World {
         config: Config::parse(config.as_bytes()).unwrap(),
-        ..World::new("node")
+        ..world("node")
     };
     w.polled(LOWERED, NOW);
     let forwarded = (0..10)
@@ -190,7 +167,7 @@ fn a_body_over_an_overrides_bytes_burst_is_too_large_on_the_node() {
         "fleet":{"timeout_ms":100}}"#;
     let w = World {
         config: Config::parse(config.as_bytes()).unwrap(),
-        ..World::new("node")
+        ..world("node")
     };
     w.polled(
         r#"[{"tenant":"acme","bytes_rate":1,"bytes_burst":4,"version":1}]"#,
@@ -234,7 +211,7 @@ fn an_edge_without_a_store_reads_no_list() {
         "rate_limits":{"default":{"rate":1,"burst":100}}}"#;
     let w = World {
         config: Config::parse(config.as_bytes()).unwrap(),
-        ..World::new("node")
+        ..world("node")
     };
     w.polled(LOWERED, NOW);
     assert_eq!(
