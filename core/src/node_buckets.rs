@@ -219,23 +219,9 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
 
     /// `{prefix}{index}`, built without `format!` (every hook builds one).
     fn key(&self, index: usize) -> String {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut n = index;
-        loop {
-            at -= 1;
-            // A remainder below 10 fits a digit.
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        let mut key = String::with_capacity(self.prefix.len() + digits.len() - at);
+        let mut key = String::with_capacity(self.prefix.len() + 20);
         key.push_str(self.prefix);
-        for &d in &digits[at..] {
-            key.push(char::from(d));
-        }
+        crate::ratelimit_headers::push_u64(&mut key, index as u64);
         key
     }
 

@@ -175,8 +175,8 @@ fn push_ratelimit(out: &mut String, policy: Policy, s: Standing) {
     push_u64(out, s.reset_s);
 }
 
-/// `n` in decimal.
-fn push_u64(out: &mut String, mut n: u64) {
+/// Appends `n` in decimal (no `format!`: every hook writes some).
+pub fn push_u64(out: &mut String, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {

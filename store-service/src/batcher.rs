@@ -316,28 +316,33 @@ fn has_code(value: &Value, code: &str) -> bool {
 fn build(backend: &Backend, entries: &[Entry], with_text: bool) -> Pipeline {
     let mut pipe = redis::pipe();
     for entry in entries {
-        let claim = entry.op.claim();
-        let key = keys::claim(claim);
-        match &entry.op {
-            // Also after the pending key expired: the hook is durable either way.
-            SettleOp::Promote { hook_id, claim } => {
-                pipe.cmd("SET")
-                    .arg(&key)
-                    .arg(keys::committed_value(hook_id))
-                    .arg("PX")
-                    .arg(claim.ttl_ms);
-            }
-            SettleOp::Release { claim } => {
-                if with_text {
-                    pipe.cmd("EVAL").arg(backend.scripts.release_text);
-                } else {
-                    pipe.cmd("EVALSHA").arg(backend.scripts.release.get_hash());
-                }
-                pipe.arg(1)
-                    .arg(&key)
-                    .arg(keys::pending_prefix(&claim.hook_id));
-            }
-        }
+        push_op(&mut pipe, backend, &entry.op, with_text);
     }
     pipe
+}
+
+/// Adds one settle operation to `pipe`: a promote is a `SET`, a release the
+/// release script (by its text when `with_text`, else by its hash).
+pub fn push_op(pipe: &mut Pipeline, backend: &Backend, op: &SettleOp, with_text: bool) {
+    let key = keys::claim(op.claim());
+    match op {
+        // Also after the pending key expired: the hook is durable either way.
+        SettleOp::Promote { hook_id, claim } => {
+            pipe.cmd("SET")
+                .arg(&key)
+                .arg(keys::committed_value(hook_id))
+                .arg("PX")
+                .arg(claim.ttl_ms);
+        }
+        SettleOp::Release { claim } => {
+            if with_text {
+                pipe.cmd("EVAL").arg(backend.scripts.release_text);
+            } else {
+                pipe.cmd("EVALSHA").arg(backend.scripts.release.get_hash());
+            }
+            pipe.arg(1)
+                .arg(&key)
+                .arg(keys::pending_prefix(&claim.hook_id));
+        }
+    }
 }

@@ -170,23 +170,7 @@ async fn send(
             .arg(&args);
     }
     for op in ops {
-        let key = keys::claim(op.claim());
-        match op {
-            SettleOp::Promote { hook_id, claim } => {
-                pipe.cmd("SET")
-                    .arg(&key)
-                    .arg(keys::committed_value(hook_id))
-                    .arg("PX")
-                    .arg(claim.ttl_ms);
-            }
-            SettleOp::Release { claim } => {
-                pipe.cmd("EVALSHA")
-                    .arg(backend.scripts.release.get_hash())
-                    .arg(1)
-                    .arg(&key)
-                    .arg(keys::pending_prefix(&claim.hook_id));
-            }
-        }
+        crate::batcher::push_op(&mut pipe, backend, op, false);
     }
     let expected = loads + group.len() + ops.len();
     let result = backend.send_pipeline_values(node, &pipe, expected).await;

@@ -169,3 +169,27 @@ pub fn hooks(url: String, prefix: &str, clients: usize) -> ankusa_tests::load::L
         max_requests: None,
     }
 }
+
+/// Hooks through every edge at once, `{prefix}-e{edge}-{i}` the delivery
+/// ids, each edge's load as `shape` sets it; the reports (edge order) and
+/// the seconds the whole took.
+pub fn through_each_edge(
+    fleet: &Fleet,
+    prefix: &str,
+    clients: usize,
+    shape: impl Fn(usize, &mut ankusa_tests::load::LoadSpec),
+) -> Result<(Vec<ankusa_tests::load::Report>, f64), String> {
+    let specs = fleet
+        .edges
+        .iter()
+        .enumerate()
+        .map(|(e, edge)| {
+            let mut spec = hooks(edge.url(PATH), &format!("{prefix}-e{e}"), clients);
+            shape(e, &mut spec);
+            spec
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let reports = ankusa_tests::load::run_all(specs)?;
+    Ok((reports, started.elapsed().as_secs_f64()))
+}

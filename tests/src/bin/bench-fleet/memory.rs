@@ -7,11 +7,9 @@
 //! committed. Memory that grows with hooks rather than keys shows as the
 //! later passes drifting above the first.
 
-use super::{hooks, PATH};
+use super::through_each_edge;
 use ankusa_testkit::process::rss_kib;
 use ankusa_tests::fleet::Fleet;
-use ankusa_tests::load::run_all;
-use std::time::Instant;
 
 /// The last pass's memory may be at most this much above the first's.
 const FLAT: f64 = 1.10;
@@ -58,23 +56,12 @@ pub fn run(
     let mut sent = 0;
     let mut problems = Vec::new();
     for pass in 0..passes {
-        let specs = fleet
-            .edges
-            .iter()
-            .enumerate()
-            .map(|(e, edge)| {
-                let share = keys / edges + u64::from((e as u64) < keys % edges);
-                let mut spec = hooks(edge.url(PATH), &format!("mem-e{e}"), clients);
-                spec.max_requests = Some(share);
-                if pass > 0 {
-                    spec.expect_body = Some(DUPLICATE.to_string());
-                }
-                spec
-            })
-            .collect();
-        let started = Instant::now();
-        let reports = run_all(specs)?;
-        let elapsed = started.elapsed().as_secs_f64();
+        let (reports, elapsed) = through_each_edge(fleet, "mem", clients, |e, spec| {
+            spec.max_requests = Some(keys / edges + u64::from((e as u64) < keys % edges));
+            if pass > 0 {
+                spec.expect_body = Some(DUPLICATE.to_string());
+            }
+        })?;
         // The first pass: every 2xx is forwarded; later: every ok is a duplicate answer.
         let ok: u64 = reports.iter().map(|r| r.ok).sum();
         let forwarded_again: u64 = reports.iter().map(|r| r.bad_body).sum();

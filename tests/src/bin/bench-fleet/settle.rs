@@ -5,10 +5,9 @@
 //! the store gathers the batches of every edge into one pipeline per Redis
 //! node; `ankusa_store_pipeline_round_trips_total` counts those pipelines.
 
-use super::{hooks, PATH};
+use super::through_each_edge;
 use ankusa_testkit::store::metric_value;
 use ankusa_tests::fleet::Fleet;
-use ankusa_tests::load::run_all;
 use std::time::{Duration, Instant};
 
 /// The rate from which the goal applies, and the goal.
@@ -97,20 +96,12 @@ pub fn run(
     let mut goal_rows = Vec::new();
     for (n, &rate) in rates.iter().enumerate() {
         let before = Counts::read(fleet);
-        let specs = fleet
-            .edges
-            .iter()
-            .enumerate()
-            .map(|(e, edge)| {
-                let mut spec = hooks(edge.url(PATH), &format!("settle{n}-e{e}"), clients);
-                spec.rate = Some(rate / fleet.edges.len() as f64);
+        let edges = fleet.edges.len() as f64;
+        let (reports, elapsed) =
+            through_each_edge(fleet, &format!("settle{n}"), clients, |_, spec| {
+                spec.rate = Some(rate / edges);
                 spec.duration = step;
-                spec
-            })
-            .collect();
-        let started = Instant::now();
-        let reports = run_all(specs)?;
-        let elapsed = started.elapsed().as_secs_f64();
+            })?;
         let ok: u64 = reports.iter().map(|r| r.ok).sum();
         let other: u64 = reports.iter().map(|r| r.non_2xx + r.errors).sum();
         let c = wait_settled(fleet, before, ok as f64, Duration::from_secs(15));
