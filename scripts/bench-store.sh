@@ -51,19 +51,34 @@ curl -fs "http://127.0.0.1:$STORE_PORT/readyz" >/dev/null || { cat "$WORK/store.
 
 echo "machine: $(nproc) cores; $CLIENTS clients, ${SECONDS_RUN}s; Redis $(redis-server --version | awk '{print $3}')"
 
+# CPU seconds (user + system) a process has used, from /proc: the figure
+# that holds on a busy machine where rates move with everything else.
+cpu_s() {
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
+}
+# µs per hit of the store and of Redis between two readings, over N hits.
+per_hit() {
+  python3 -c 'import sys; a = list(map(float, sys.argv[1:6])); print(f"store {(a[1]-a[0])/a[4]*1e6:.1f} µs, redis {(a[3]-a[2])/a[4]*1e6:.1f} µs of CPU per hit")' "$@"
+}
+
 # The same work as the redis-benchmark run below: one bucket that always
 # admits, and a fresh claim key per hit ({i} is load's request counter). A hit
 # counts only if the store admitted it.
 HIT='{"charges":[{"kind":"hooks","tenant":"bench","units":1,"rate":1000000000,"burst":4294967296}],"claim":{"tenant":"bench","source_id":"gh","key":"k{i}","hook_id":"h{i}","node":"bench","ttl_ms":60000,"pending_ttl_ms":30000}}'
+S0=$(cpu_s "$STORE_PID"); R0=$(cpu_s "$REDIS_PID")
 STORE_LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT/v1/hit" \
   --header content-type:application/json --bearer-env ANKUSA_STORE_TOKENS --body "$HIT" --expect-body '{"result":"ok"' \
   --clients "$CLIENTS" --seconds "$SECONDS_RUN")
+S1=$(cpu_s "$STORE_PID"); R1=$(cpu_s "$REDIS_PID")
 STORE_RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$STORE_LINE")
+STORE_OK=$(sed -E 's/.* ok=([0-9]+).*/\1/' <<<"$STORE_LINE")
 echo "store  /v1/hit (HTTP/1.1 keep-alive):  $STORE_LINE"
+echo "       $(per_hit "$S0" "$S1" "$R0" "$R1" "$STORE_OK")"
 
 # The same script text the store loads; redis-benchmark calls it by SHA.
 SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$("$TARGET_DIR/release/store-bench" --print-hit-script)")
 REQUESTS=$(( STORE_RPS > 0 ? STORE_RPS * SECONDS_RUN * 2 : 100000 ))
+R0=$(cpu_s "$REDIS_PID")
 CSV=$(redis-benchmark -p "$REDIS_PORT" -c "$CLIENTS" -n "$REQUESTS" -r 100000000 --csv \
   EVALSHA "$SHA" 3 'ankusa:{bench}:rl:hooks' 'ankusa:{bench}:override' 'ankusa:{bench}:claim:gh:__rand_int__' \
   1 1 1000000000 4294967296 h1 bench 30000 | tail -1)
@@ -71,7 +86,9 @@ CSV=$(redis-benchmark -p "$REDIS_PORT" -c "$CLIENTS" -n "$REQUESTS" -r 100000000
 REDIS_RPS=$(awk -F'","' '{print $2}' <<<"$CSV")
 REDIS_P50=$(awk -F'","' '{print $5}' <<<"$CSV")
 REDIS_P99=$(awk -F'","' '{print $7}' <<<"$CSV")
+R1=$(cpu_s "$REDIS_PID")
 echo "redis  EVALSHA hit (redis-benchmark):   rps=${REDIS_RPS%.*} p50_ms=$REDIS_P50 p99_ms=$REDIS_P99 requests=$REQUESTS clients=$CLIENTS"
+echo "       $(python3 -c 'import sys; a = list(map(float, sys.argv[1:4])); print(f"redis {(a[1]-a[0])/a[2]*1e6:.1f} µs of CPU per hit")' "$R0" "$R1" "$REQUESTS")"
 python3 -c "import sys; s, r = float(sys.argv[1]), float(sys.argv[2]); print(f'ratio  store/redis rate: {s / r:.2f}')" "$STORE_RPS" "$REDIS_RPS"
 
 # The same hits, BATCH to a call on /v1/hits (fresh claim keys per hit).
@@ -82,9 +99,13 @@ hit = lambda j: {"charges": [{"kind": "hooks", "tenant": "bench", "units": 1, "r
                  "claim": {"tenant": "bench", "source_id": "gh", "key": "b{i}-%d" % j, "hook_id": "h{i}-%d" % j,
                            "node": "bench", "ttl_ms": 60000, "pending_ttl_ms": 30000}}
 print(json.dumps({"hits": [hit(j) for j in range(n)]}, separators=(",", ":")))' "$BATCH")
+S0=$(cpu_s "$STORE_PID"); R0=$(cpu_s "$REDIS_PID")
 BATCH_LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT/v1/hits" \
   --header content-type:application/json --bearer-env ANKUSA_STORE_TOKENS --body "$HITS" --expect-body '{"results":[{"result":"ok"' \
   --clients "$CLIENTS" --seconds "$SECONDS_RUN")
+S1=$(cpu_s "$STORE_PID"); R1=$(cpu_s "$REDIS_PID")
 BATCH_RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$BATCH_LINE")
+BATCH_OK=$(sed -E 's/.* ok=([0-9]+).*/\1/' <<<"$BATCH_LINE")
 echo "store  /v1/hits, $BATCH hits per call:     $BATCH_LINE"
+echo "       $(per_hit "$S0" "$S1" "$R0" "$R1" "$((BATCH_OK * BATCH))")"
 python3 -c "import sys; b, n, r = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]); print(f'ratio  store/redis rate, batched: {b * n / r:.2f} ({b * n:.0f} hits/s)')" "$BATCH_RPS" "$BATCH" "$REDIS_RPS"
