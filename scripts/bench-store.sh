@@ -56,24 +56,33 @@ echo "machine: $(nproc) cores; $CLIENTS clients, ${SECONDS_RUN}s; Redis $(redis-
 cpu_s() {
   awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
 }
-# µs per hit of the store and of Redis between two readings, over N hits.
-per_hit() {
-  python3 -c 'import sys; a = list(map(float, sys.argv[1:6])); print(f"store {(a[1]-a[0])/a[4]*1e6:.1f} µs, redis {(a[3]-a[2])/a[4]*1e6:.1f} µs of CPU per hit")' "$@"
+# µs of CPU per unit between two readings $1 and $2, over $3 units.
+us_per() {
+  python3 -c 'import sys; a, b, n = map(float, sys.argv[1:4]); print(f"{(b - a) / n * 1e6:.1f}")' "$1" "$2" "$3"
+}
+# Drives the store's path $1 with body $2 for SECONDS_RUN (a 2xx counts when
+# it starts with $3; each call carries $4 hits). Sets LINE (load's line), RPS
+# (calls/s) and PER_HIT (the store's and Redis's CPU per hit).
+drive() {
+  local s0 r0 s1 r1 ok
+  s0=$(cpu_s "$STORE_PID"); r0=$(cpu_s "$REDIS_PID")
+  LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT$1" \
+    --header content-type:application/json --bearer-env ANKUSA_STORE_TOKENS --body "$2" --expect-body "$3" \
+    --clients "$CLIENTS" --seconds "$SECONDS_RUN")
+  s1=$(cpu_s "$STORE_PID"); r1=$(cpu_s "$REDIS_PID")
+  RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$LINE")
+  ok=$(sed -E 's/.* ok=([0-9]+).*/\1/' <<<"$LINE")
+  PER_HIT="store $(us_per "$s0" "$s1" "$((ok * $4))") µs, redis $(us_per "$r0" "$r1" "$((ok * $4))") µs of CPU per hit"
 }
 
 # The same work as the redis-benchmark run below: one bucket that always
 # admits, and a fresh claim key per hit ({i} is load's request counter). A hit
 # counts only if the store admitted it.
 HIT='{"charges":[{"kind":"hooks","tenant":"bench","units":1,"rate":1000000000,"burst":4294967296}],"claim":{"tenant":"bench","source_id":"gh","key":"k{i}","hook_id":"h{i}","node":"bench","ttl_ms":60000,"pending_ttl_ms":30000}}'
-S0=$(cpu_s "$STORE_PID"); R0=$(cpu_s "$REDIS_PID")
-STORE_LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT/v1/hit" \
-  --header content-type:application/json --bearer-env ANKUSA_STORE_TOKENS --body "$HIT" --expect-body '{"result":"ok"' \
-  --clients "$CLIENTS" --seconds "$SECONDS_RUN")
-S1=$(cpu_s "$STORE_PID"); R1=$(cpu_s "$REDIS_PID")
-STORE_RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$STORE_LINE")
-STORE_OK=$(sed -E 's/.* ok=([0-9]+).*/\1/' <<<"$STORE_LINE")
-echo "store  /v1/hit (HTTP/1.1 keep-alive):  $STORE_LINE"
-echo "       $(per_hit "$S0" "$S1" "$R0" "$R1" "$STORE_OK")"
+drive /v1/hit "$HIT" '{"result":"ok"' 1
+STORE_RPS=$RPS
+echo "store  /v1/hit (HTTP/1.1 keep-alive):  $LINE"
+echo "       $PER_HIT"
 
 # The same script text the store loads; redis-benchmark calls it by SHA.
 SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$("$TARGET_DIR/release/store-bench" --print-hit-script)")
@@ -88,7 +97,7 @@ REDIS_P50=$(awk -F'","' '{print $5}' <<<"$CSV")
 REDIS_P99=$(awk -F'","' '{print $7}' <<<"$CSV")
 R1=$(cpu_s "$REDIS_PID")
 echo "redis  EVALSHA hit (redis-benchmark):   rps=${REDIS_RPS%.*} p50_ms=$REDIS_P50 p99_ms=$REDIS_P99 requests=$REQUESTS clients=$CLIENTS"
-echo "       $(python3 -c 'import sys; a = list(map(float, sys.argv[1:4])); print(f"redis {(a[1]-a[0])/a[2]*1e6:.1f} µs of CPU per hit")' "$R0" "$R1" "$REQUESTS")"
+echo "       redis $(us_per "$R0" "$R1" "$REQUESTS") µs of CPU per hit"
 python3 -c "import sys; s, r = float(sys.argv[1]), float(sys.argv[2]); print(f'ratio  store/redis rate: {s / r:.2f}')" "$STORE_RPS" "$REDIS_RPS"
 
 # The same hits, BATCH to a call on /v1/hits (fresh claim keys per hit).
@@ -99,13 +108,8 @@ hit = lambda j: {"charges": [{"kind": "hooks", "tenant": "bench", "units": 1, "r
                  "claim": {"tenant": "bench", "source_id": "gh", "key": "b{i}-%d" % j, "hook_id": "h{i}-%d" % j,
                            "node": "bench", "ttl_ms": 60000, "pending_ttl_ms": 30000}}
 print(json.dumps({"hits": [hit(j) for j in range(n)]}, separators=(",", ":")))' "$BATCH")
-S0=$(cpu_s "$STORE_PID"); R0=$(cpu_s "$REDIS_PID")
-BATCH_LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT/v1/hits" \
-  --header content-type:application/json --bearer-env ANKUSA_STORE_TOKENS --body "$HITS" --expect-body '{"results":[{"result":"ok"' \
-  --clients "$CLIENTS" --seconds "$SECONDS_RUN")
-S1=$(cpu_s "$STORE_PID"); R1=$(cpu_s "$REDIS_PID")
-BATCH_RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$BATCH_LINE")
-BATCH_OK=$(sed -E 's/.* ok=([0-9]+).*/\1/' <<<"$BATCH_LINE")
-echo "store  /v1/hits, $BATCH hits per call:     $BATCH_LINE"
-echo "       $(per_hit "$S0" "$S1" "$R0" "$R1" "$((BATCH_OK * BATCH))")"
+drive /v1/hits "$HITS" '{"results":[{"result":"ok"' "$BATCH"
+BATCH_RPS=$RPS
+echo "store  /v1/hits, $BATCH hits per call:     $LINE"
+echo "       $PER_HIT"
 python3 -c "import sys; b, n, r = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]); print(f'ratio  store/redis rate, batched: {b * n / r:.2f} ({b * n:.0f} hits/s)')" "$BATCH_RPS" "$BATCH" "$REDIS_RPS"

@@ -151,6 +151,15 @@ fn send_signal(pid: u32, signal: &str) {
         .status();
 }
 
+/// The machine's load averages over 1, 5 and 15 minutes, as `/proc/loadavg` has them.
+pub fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    load.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Resident memory of `pid` in KiB, from `/proc/<pid>/status` (0 when gone).
 pub fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

@@ -38,6 +38,23 @@ impl Redis {
     pub fn cli(&self, args: &[&str]) -> String {
         cli(self.port, args)
     }
+
+    /// One field of `INFO section` (`used_memory`, `total_commands_processed`,
+    /// `redis_version`…), as Redis prints it; None when absent.
+    pub fn info(&self, section: &str, field: &str) -> Option<String> {
+        let prefix = format!("{field}:");
+        self.cli(&["INFO", section]).lines().find_map(|l| {
+            l.strip_prefix(prefix.as_str())
+                .map(|v| v.trim().to_string())
+        })
+    }
+
+    /// [`Redis::info`] as a number; 0 when absent or not a number.
+    pub fn info_number(&self, section: &str, field: &str) -> f64 {
+        self.info(section, field)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    }
 }
 
 /// `redis-server` on 127.0.0.1:`port`, nothing persisted, its files in `dir`.

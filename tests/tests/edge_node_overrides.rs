@@ -85,6 +85,22 @@ fn admitted(edge: &Edge, tag: &str, count: usize) -> (u64, u64) {
 
 /// `admitted` held to a GCRA of `rate`/s and `burst` from an empty bucket:
 /// at least `burst`, at most `burst + rate × (elapsed + 1)`.
+/// Waits until `e` counts two failed polls of the override list, then
+/// checks its log holds each of `lines`.
+fn polls_fail_and_log(e: &Edge, lines: &[&str]) {
+    assert!(
+        eventually(PICKED_UP * 2, || e
+            .stat(r#"ankusa_overrides_polls_total{result="failed"}"#)
+            >= 2.0),
+        "{}",
+        e.log_tail()
+    );
+    let log = e.log();
+    for line in lines {
+        assert!(log.contains(line), "no {line:?} in:\n{}", e.log_tail());
+    }
+}
+
 fn assert_held(what: &str, (ok, elapsed_s): (u64, u64), rate: u64, burst: u64) {
     assert!(
         (burst..=burst + rate * (elapsed_s + 1)).contains(&ok),
@@ -219,18 +235,9 @@ fn an_unreadable_list_answer_is_counted_and_the_edge_answers_from_its_config() {
     let garbage = FakeStore::start(Fault::Garbage);
     let intake = Intake::start();
     let e = edge("edge-g", intake.port, garbage.port, node_with_store());
-    assert!(
-        eventually(PICKED_UP * 2, || e
-            .stat(r#"ankusa_overrides_polls_total{result="failed"}"#)
-            >= 2.0),
-        "{}",
-        e.log_tail()
-    );
-    assert!(
-        e.log()
-            .contains("override list poll failed, the last good list stays until stale"),
-        "{}",
-        e.log_tail()
+    polls_fail_and_log(
+        &e,
+        &["override list poll failed, the last good list stays until stale"],
     );
     let (ok, _) = admitted(&e, "g", 10);
     assert_eq!(ok, 10, "the configuration's burst of 1000");
@@ -248,23 +255,12 @@ fn an_edge_without_a_token_is_refused_the_list_and_keeps_its_config() {
         node_with_store(),
     );
     let e = Edge::start_with_token(spec, None);
-    assert!(
-        eventually(PICKED_UP * 2, || e
-            .stat(r#"ankusa_overrides_polls_total{result="failed"}"#)
-            >= 2.0),
-        "{}",
-        e.log_tail()
-    );
-    assert!(
-        e.log().contains("override list polls carry no token"),
-        "{}",
-        e.log_tail()
-    );
-    assert!(
-        e.log()
-            .contains("the store answered 401 to the override list"),
-        "{}",
-        e.log_tail()
+    polls_fail_and_log(
+        &e,
+        &[
+            "override list polls carry no token",
+            "the store answered 401 to the override list",
+        ],
     );
     let (ok, _) = admitted(&e, "bare", 10);
     assert_eq!(

@@ -353,18 +353,12 @@ fn memory_row(n: u64) {
     distinct_tenants(&fleet, "warm", 200);
     let (edge_pid, store_pid) = (fleet.edges[0].proc.pid(), fleet.store.proc.pid());
     let (edge_before, store_before) = (rss_kib(edge_pid), rss_kib(store_pid));
-    let redis_before = fleet.redis.cli(&["INFO", "memory"]);
+    let redis_before = fleet.redis.info_number("memory", "used_memory") as u64;
     let started = Instant::now();
     let (ok, other) = distinct_tenants(&fleet, "ev", n);
     let took = started.elapsed();
     let (edge_after, store_after) = (rss_kib(edge_pid), rss_kib(store_pid));
-    let redis_after = fleet.redis.cli(&["INFO", "memory"]);
-    let used = |info: &str| -> u64 {
-        info.lines()
-            .find_map(|l| l.strip_prefix("used_memory:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0)
-    };
+    let redis_after = fleet.redis.info_number("memory", "used_memory") as u64;
     let keys = fleet.redis.cli(&["DBSIZE"]);
     let line = format!(
         "| {n} distinct tenants and event ids ({ok} answered 201, {other} not, {:.0} s) | {} → {} MiB | {} → {} MiB | {} → {} MiB ({keys} keys) |\n",
@@ -373,8 +367,8 @@ fn memory_row(n: u64) {
         edge_after / 1024,
         store_before / 1024,
         store_after / 1024,
-        used(&redis_before) / 1024 / 1024,
-        used(&redis_after) / 1024 / 1024,
+        redis_before / 1024 / 1024,
+        redis_after / 1024 / 1024,
     );
     eprintln!("{line}");
     save(&format!("hostile-memory-{n:07}.md"), &line);

@@ -143,12 +143,7 @@ impl Shared {
             ankusa_testkit::store::metric_value(&text, "ankusa_store_hits_per_call_sum");
         let store_calls =
             ankusa_testkit::store::metric_value(&text, "ankusa_store_hits_per_call_count");
-        let redis_cmds = redis
-            .cli(&["INFO", "stats"])
-            .lines()
-            .find_map(|l| l.strip_prefix("total_commands_processed:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0.0);
+        let redis_cmds = redis.info_number("stats", "total_commands_processed");
         Shared {
             store_hits,
             store_calls,

@@ -7,6 +7,7 @@ use super::measure::Tally;
 use super::variants::{Module, Variant, BODY, PATH};
 use super::Args;
 use ankusa_testkit::paths;
+use ankusa_testkit::process::load_average;
 use ankusa_testkit::redis::Redis;
 use ankusa_tests::load;
 
@@ -92,11 +93,9 @@ pub fn print_facts(args: &Args, redis: &Redis, pinning: &str) {
     let envoy = envoy
         .split_once("version: ")
         .map_or("unknown", |(_, v)| v.trim());
-    let redis_version = redis.cli(&["INFO", "server"]);
-    let redis_version = redis_version
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .unwrap_or("unknown");
+    let redis_version = redis
+        .info("server", "redis_version")
+        .unwrap_or_else(|| "unknown".to_string());
     println!(
         "machine: {cores} cores ({model}), load average {} at the start",
         load_average()
@@ -116,14 +115,6 @@ pub fn print_facts(args: &Args, redis: &Redis, pinning: &str) {
         args.warmup_seconds,
         BODY.replace(load::COUNTER, "12345").len()
     );
-}
-
-pub fn load_average() -> String {
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    load.split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn fmt_opt(v: Option<f64>, digits: usize) -> String {

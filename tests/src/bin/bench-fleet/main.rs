@@ -134,17 +134,11 @@ fn start(concurrency: u32) -> Fleet {
     let fleet = Fleet::start(&spec);
     println!(
         "fleet: 2 edges (--concurrency {concurrency}), ankusa-store and Redis {} on loopback; load average {}",
-        fleet.redis.cli(&["INFO", "server"])
-            .lines()
-            .find_map(|l| l.strip_prefix("redis_version:"))
-            .unwrap_or("?")
-            .trim(),
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        fleet
+            .redis
+            .info("server", "redis_version")
+            .unwrap_or_else(|| "?".to_string()),
+        ankusa_testkit::process::load_average()
     );
     fleet
 }

@@ -28,13 +28,7 @@ fn sample(fleet: &Fleet, hooks: u64) -> Sample {
         hooks,
         edges_kib: fleet.edges.iter().map(|e| rss_kib(e.proc.pid())).collect(),
         store_kib: rss_kib(fleet.store.proc.pid()),
-        redis_bytes: fleet
-            .redis
-            .cli(&["INFO", "memory"])
-            .lines()
-            .find_map(|l| l.strip_prefix("used_memory:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0),
+        redis_bytes: fleet.redis.info_number("memory", "used_memory") as u64,
     }
 }
 

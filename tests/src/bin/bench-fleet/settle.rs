@@ -41,13 +41,7 @@ impl Counts {
                 .iter()
                 .map(|e| e.stat(r#"ankusa_fleet_settle_batches_total{result="ok"}"#))
                 .sum(),
-            redis_cmds: fleet
-                .redis
-                .cli(&["INFO", "stats"])
-                .lines()
-                .find_map(|l| l.strip_prefix("total_commands_processed:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0.0),
+            redis_cmds: fleet.redis.info_number("stats", "total_commands_processed"),
         }
     }
 
