@@ -39,11 +39,13 @@ pub struct Config {
     #[arg(long, env = "ANKUSA_STORE_SETTLE_QUEUE_MAX", default_value_t = 100_000)]
     pub settle_queue_max: usize,
     /// How long a client may take to send a request's headers (ms); a slower
-    /// one is disconnected, so idle half-requests can't pile up.
+    /// one is disconnected, so idle half-requests can't pile up. hyper counts
+    /// an idle keep-alive connection's wait for its next request against it,
+    /// so it stays above the edges' pool `idle_timeout` (20 s).
     #[arg(
         long,
         env = "ANKUSA_STORE_HEADER_READ_TIMEOUT_MS",
-        default_value_t = 5000
+        default_value_t = 30_000
     )]
     pub header_read_timeout_ms: u64,
     /// A file of accepted bearer tokens, one per line (`#` comments allowed).
@@ -55,6 +57,11 @@ pub struct Config {
     /// store (mTLS) authenticates its callers.
     #[arg(long, env = "ANKUSA_STORE_INSECURE_NO_AUTH")]
     pub insecure_no_auth: bool,
+    /// Worker threads serving requests; 0: one per core. On a machine whose
+    /// cores Redis and the edges share, fewer threads spend less CPU per
+    /// request (no hand-offs between threads).
+    #[arg(long, env = "ANKUSA_STORE_THREADS", default_value_t = 0)]
+    pub threads: usize,
     /// Tokens given in code (tests, embedders); the binary fills it from
     /// ANKUSA_STORE_TOKENS.
     #[arg(skip)]
@@ -75,6 +82,7 @@ impl Config {
             header_read_timeout_ms: 30_000,
             token_file: None,
             insecure_no_auth: true,
+            threads: 0,
             tokens: Tokens::default(),
         }
     }
@@ -176,6 +184,63 @@ fn redact_one(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use clap::CommandFactory;
+
+    /// The flags table of the store's README: (flag, env, default).
+    fn documented() -> Vec<(String, String, String)> {
+        let cell = |c: &str| c.trim().trim_matches('`').to_string();
+        include_str!("../README.md")
+            .lines()
+            .filter(|l| l.starts_with("| `--"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').collect();
+                let flag = cell(cells[1]);
+                let flag = flag.split_whitespace().next().unwrap_or_default().to_string();
+                (flag, cell(cells[2]), cell(cells[3]))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_flag_is_documented_with_its_env_and_default() {
+        let documented = documented();
+        let command = Config::command();
+        let flags: Vec<_> = command
+            .get_arguments()
+            .filter(|a| a.get_long().is_some_and(|l| l != "help" && l != "version"))
+            .collect();
+        assert_eq!(documented.len(), flags.len(), "{documented:?}");
+        for arg in flags {
+            let flag = format!("--{}", arg.get_long().unwrap_or_default());
+            let (_, env, default) = documented
+                .iter()
+                .find(|(f, _, _)| *f == flag)
+                .unwrap_or_else(|| panic!("{flag} is not in the README's flags table"));
+            let env_var = arg.get_env().and_then(|e| e.to_str()).unwrap_or_default();
+            assert_eq!(env, env_var, "{flag}");
+            let values: Vec<_> = arg
+                .get_default_values()
+                .iter()
+                .filter_map(|v| v.to_str())
+                .collect();
+            match values.as_slice() {
+                [] => assert!(default == "—" || default == "off", "{flag}: {default}"),
+                ["false"] => assert_eq!(default, "off", "{flag}"),
+                [value] => assert_eq!(default, value, "{flag}"),
+                more => panic!("{flag}: {more:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_binary_and_an_in_process_server_share_their_timeouts() {
+        let binary = Config::parse_from(["ankusa-store"]);
+        let embedded = Config::for_redis("redis://127.0.0.1:6379/0");
+        assert_eq!(binary.header_read_timeout_ms, embedded.header_read_timeout_ms);
+        assert_eq!(binary.max_budget_ms, embedded.max_budget_ms);
+        assert_eq!(binary.settle_window_ms, embedded.settle_window_ms);
+    }
+
     use super::*;
 
     #[test]

@@ -58,3 +58,45 @@ fn an_unusable_redis_url_stops_the_start_naming_the_flag() {
         "{err}"
     );
 }
+
+/// The runtime's worker threads of process `pid`, by the name the store gives them.
+fn workers(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("list the store's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "ankusa-worker")
+        .count()
+}
+
+#[test]
+fn threads_sets_the_worker_threads_and_a_bad_count_is_refused_naming_the_flag() {
+    let redis = Redis::start();
+    for threads in ["1", "3"] {
+        let port = free_port();
+        let mut cmd = Command::new(workspace_bin("ankusa-store"));
+        cmd.args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--redis-url", &redis.url()])
+            .env("ANKUSA_STORE_THREADS", threads)
+            .env("ANKUSA_STORE_TOKENS", ankusa_testkit::token::run_token());
+        let mut proc = Proc::spawn(
+            "ankusa-store",
+            cmd,
+            &scratch_dir("store-threads").join("store.log"),
+        );
+        proc.wait_for_port(port, Duration::from_secs(10));
+        assert_eq!(
+            workers(proc.pid()).to_string(),
+            threads,
+            "{}",
+            proc.log_tail()
+        );
+        proc.stop(Duration::from_secs(10));
+    }
+    let out = Command::new(workspace_bin("ankusa-store"))
+        .args(["--redis-url", &redis.url(), "--threads", "many"])
+        .output()
+        .expect("run ankusa-store");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--threads") && err.contains("many"), "{err}");
+}
