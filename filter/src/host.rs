@@ -112,8 +112,14 @@ impl Host for ProxyHost {
         headers::request_headers()
     }
 
+    /// A value is added, not replaced: the machine names only its own
+    /// headers, and removed every copy a sender sent before it sets one, so
+    /// adding is setting, without Envoy's search for a copy to replace.
     fn set_request_header(&self, name: &str, value: Option<&str>) {
-        let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, name, value);
+        let _ = match value {
+            Some(value) => hostcalls::add_map_value(MapType::HttpRequestHeaders, name, value),
+            None => hostcalls::set_map_value(MapType::HttpRequestHeaders, name, None),
+        };
     }
 
     fn set_response_header(&self, name: &str, value: &str) {

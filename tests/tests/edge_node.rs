@@ -86,6 +86,9 @@ fn forwarded_hooks_carry_id_tenant_source_and_event_key() {
             &[
                 ("x-github-delivery", "abc-1"),
                 ("x-ankusa-event-key", "forged"),
+                ("x-ankusa-hook-id", "forged-id"),
+                ("x-ankusa-tenant", "forged-tenant"),
+                ("X-Ankusa-Source", "forged-source"),
             ],
             b"{}",
         )
@@ -103,6 +106,8 @@ fn forwarded_hooks_carry_id_tenant_source_and_event_key() {
         hooks[0]["event_key"], "abc-1",
         "the sender's own x-ankusa-event-key is dropped"
     );
+    // The intake refuses a repeated x-ankusa-* header (400): the 201 says
+    // each forwarded fact arrived once, the edge's, no sender copy beside it.
 
     // JSON body rule: Stripe's id.
     let r = edge

@@ -235,7 +235,11 @@ fn test_headers_force_a_status_or_a_delay() {
 #[test]
 fn bad_requests_get_a_4xx_naming_the_header() {
     let intake = Intake::start();
-    let cases: [(&[(&str, &str)], &str); 4] = [
+    let cases: [(&[(&str, &str)], &str); 5] = [
+        (
+            &[("x-ankusa-tenant", "acme"), ("x-ankusa-tenant", "other")],
+            "x-ankusa-tenant",
+        ),
         (&[("x-intake-status", "abc")], "x-intake-status"),
         (&[("x-intake-status", "700")], "x-intake-status"),
         (&[("x-intake-delay-ms", "-5")], "x-intake-delay-ms"),

@@ -187,8 +187,17 @@ async fn store(req: Request<Incoming>, journal: Journal) -> Answer {
     }
 }
 
-/// A header as text; `None` when absent; 400 when it is not visible ASCII/UTF-8.
+/// A header as text; `None` when absent; 400 when it is not visible
+/// ASCII/UTF-8, or repeated (the edge sets each of its headers once: two
+/// copies mean one came from elsewhere).
 fn header_text<B>(req: &Request<B>, name: &str) -> Result<Option<String>, Refusal> {
+    let copies: Vec<_> = req.headers().get_all(name).iter().collect();
+    if copies.len() > 1 {
+        return Err(bad_request(&format!(
+            "header {name} appears {} times ({copies:?}); it is set once, by the edge",
+            copies.len()
+        )));
+    }
     match req.headers().get(name) {
         None => Ok(None),
         Some(value) => value
