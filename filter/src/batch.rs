@@ -201,23 +201,34 @@ fn flush(rt: &Rc<Runtime>) {
     }
 }
 
-/// Settle operations waiting in the node's queue ride on a batched call
-/// (`/v1/hits`), up to `settle_batch_max`: the store applies them in the
-/// same pipelines, and the tick's drainer finds fewer to send alone.
+/// Settle operations ride on a batched call (`/v1/hits`), up to
+/// `settle_batch_max`: this worker's own first, then any waiting in the
+/// node's queue. The store applies them in the same pipelines, and the
+/// tick's drainer finds fewer to send alone.
 fn riding_settles(rt: &Runtime, path: &str) -> Vec<Queued> {
-    let Some(queue_id) = rt.queue_id else {
-        return Vec::new();
-    };
     if path != HITS_PATH {
         return Vec::new();
     }
-    let (batch, garbage) =
-        crate::settle::dequeue_batch(&HOST, queue_id, rt.config.fleet.settle_batch_max);
+    let max = rt.config.fleet.settle_batch_max;
+    let mut batch = rt.take_pending(max);
+    let Some(queue_id) = rt.queue_id else {
+        return batch;
+    };
+    let (queued, garbage) = crate::settle::dequeue_batch(&HOST, queue_id, max - batch.len());
     rt.metrics.settle_dropped(garbage);
-    if !batch.is_empty() {
+    if !queued.is_empty() {
         rt.metrics.settle_depth(read_u64(&HOST, DEPTH_KEY).0);
     }
+    batch.extend(queued);
     batch
+}
+
+/// Whether this worker has a hit call in flight or hooks waiting for one.
+pub fn busy() -> bool {
+    STATE.with(|s| {
+        let s = s.borrow();
+        s.batcher.in_flight() > 0 || s.batcher.waiting() > 0
+    })
 }
 
 /// `on_http_call_response` of the root: true if `token` is a batched call.

@@ -33,6 +33,15 @@ impl Root {
 }
 
 impl Context for Root {
+    /// The VM is going away: this worker's settle operations go to the
+    /// node's queue, which outlives it.
+    fn on_done(&mut self) -> bool {
+        if let Some(rt) = &self.runtime {
+            rt.spill();
+        }
+        true
+    }
+
     fn on_http_call_response(
         &mut self,
         token: u32,
@@ -65,6 +74,11 @@ impl RootContext for Root {
             Ok(runtime) => {
                 let tick = tick_ms(runtime.config.fleet.settle_interval_ms);
                 let _ = hostcalls::set_tick_period(Duration::from_millis(tick));
+                // Settles made under the configuration before go to the
+                // node's queue; they are not lost with the old runtime.
+                if let Some(before) = &self.runtime {
+                    before.spill();
+                }
                 if runtime.config.uses_store() {
                     crate::batch::init(
                         ProxyHost(Rc::clone(&runtime)).random(crate::shared::now_us()),
@@ -88,6 +102,9 @@ impl RootContext for Root {
             self.poller.tick(&rt);
         }
         if rt.config.uses_store() {
+            if rt.spill_due(crate::batch::busy(), crate::shared::now_us()) {
+                rt.spill();
+            }
             self.drainer.tick(&rt);
         }
     }

@@ -70,6 +70,10 @@ pub struct Runtime {
     /// The random bits of this VM's hook ids: one draw from the host's
     /// randomness per configuration, none per hook.
     ids: RefCell<IdBits>,
+    /// Settle operations this worker made, not yet on the node's queue, and
+    /// when the oldest was made (µs): they ride on this worker's next
+    /// batched hit call, or go to the queue (see [`Runtime::spill_due`]).
+    pending: RefCell<(Vec<Queued>, u64)>,
 }
 
 impl Runtime {
@@ -101,6 +105,7 @@ impl Runtime {
             queue_id,
             keys,
             ids: RefCell::new(IdBits::new(id_seed())),
+            pending: RefCell::new((Vec::new(), 0)),
         };
         let changed = reload::note_limit_changes(&HOST, &runtime.config);
         if !changed.is_empty() {
@@ -121,8 +126,53 @@ impl Runtime {
         self.ids.borrow_mut().next_bits()
     }
 
-    /// Queues a settle operation; a full queue drops it and counts the drop.
+    /// Keeps a settle operation for this worker's next batched hit call,
+    /// which carries it without a trip through the node's queue; a batch's
+    /// worth goes to the queue at once.
     pub fn settle(&self, item: Queued) {
+        let full = {
+            let mut pending = self.pending.borrow_mut();
+            if pending.0.is_empty() {
+                pending.1 = crate::shared::now_us();
+            }
+            pending.0.push(item);
+            pending.0.len() >= self.config.fleet.settle_batch_max
+        };
+        if full {
+            self.spill();
+        }
+    }
+
+    /// Up to `max` of this worker's settle operations, oldest first, to ride on a call.
+    pub fn take_pending(&self, max: usize) -> Vec<Queued> {
+        let mut pending = self.pending.borrow_mut();
+        let n = pending.0.len().min(max);
+        pending.0.drain(..n).collect()
+    }
+
+    /// Whether this worker's settle operations go to the node's queue now:
+    /// it has no hit call in flight or waiting to carry them (`busy`), or the
+    /// oldest has waited `settle_interval_ms` (hits that leave alone carry none).
+    pub fn spill_due(&self, busy: bool, now_us: u64) -> bool {
+        let pending = self.pending.borrow();
+        !pending.0.is_empty()
+            && (!busy
+                || now_us.saturating_sub(pending.1)
+                    >= self.config.fleet.settle_interval_ms.saturating_mul(1_000))
+    }
+
+    /// Moves this worker's settle operations to the node's queue, where any
+    /// worker's tick drains them.
+    pub fn spill(&self) {
+        let items = std::mem::take(&mut self.pending.borrow_mut().0);
+        for item in items {
+            self.enqueue(item);
+        }
+    }
+
+    /// Queues a settle operation on the node's queue; a full queue drops it
+    /// and counts the drop.
+    fn enqueue(&self, item: Queued) {
         let outcome = match self.queue_id {
             Some(id) => settle::enqueue(&HOST, id, self.config.fleet.settle_queue_max, &item),
             None => Enqueued::Dropped,
