@@ -32,6 +32,26 @@
 use crate::cas::CasStore;
 use crate::clock;
 use crate::config::BreakerPolicy;
+use std::cell::Cell;
+
+/// How long a worker takes the breaker it read closed as still closed
+/// without reading it again (µs). A breaker another worker opens meanwhile
+/// lets this worker's hooks of that millisecond still call the store: each
+/// with its own budget and fall-back, and its outcome no longer counted
+/// (see [`Breaker::record`]).
+pub const CLOSED_TRUSTED_US: u64 = 1_000;
+
+/// When this worker last read the breaker closed (µs since the epoch; 0: not
+/// known closed). One per worker VM, kept across its hooks.
+#[derive(Debug, Default)]
+pub struct SeenClosed(Cell<u64>);
+
+impl SeenClosed {
+    /// Forgets the closed breaker: the next hook reads it again.
+    pub fn forget(&self) {
+        self.0.set(0);
+    }
+}
 
 /// Sub-buckets in the sliding window: finer would cost bytes copied on every
 /// call, coarser would let a whole tenth of old outcomes linger or vanish at once.
@@ -272,6 +292,23 @@ impl<'s, S: CasStore> Breaker<'s, S> {
             }
         }
         CallPermit::Skip
+    }
+
+    /// [`Breaker::admit_call`], without reading the breaker when this
+    /// worker read it closed less than [`CLOSED_TRUSTED_US`] ago (`seen`).
+    pub fn admit_call_seen(&self, now_us: u64, seen: &SeenClosed) -> CallPermit {
+        let at = seen.0.get();
+        if at != 0 && now_us >= at && now_us - at < CLOSED_TRUSTED_US {
+            return CallPermit::Call;
+        }
+        let permit = self.admit_call(now_us);
+        // A plain call is only ever permitted by a closed breaker.
+        seen.0.set(if permit == CallPermit::Call {
+            now_us.max(1)
+        } else {
+            0
+        });
+        permit
     }
 
     /// Reports the outcome of a call made under `permit`; `ok` is false for
@@ -689,5 +726,46 @@ mod tests {
             }
         });
         assert_eq!(probes.into_inner(), 1);
+    }
+
+    #[test]
+    fn a_worker_trusts_a_closed_breaker_for_a_millisecond_then_reads_it_again() {
+        let s = store();
+        let b = Breaker::new(&s, KEY, policy());
+        let seen = SeenClosed::default();
+        assert_eq!(b.admit_call_seen(T0, &seen), CallPermit::Call);
+        // Another worker opens it (four failed calls on its own reads).
+        let other = Breaker::new(&s, KEY, policy());
+        assert!(feed(&other, T0, 4, false).is_some());
+        assert_eq!(b.admit_call(T0), CallPermit::Skip);
+        // This worker still calls for what is left of the millisecond...
+        assert_eq!(
+            b.admit_call_seen(T0 + CLOSED_TRUSTED_US - 1, &seen),
+            CallPermit::Call
+        );
+        // ...then reads the open breaker, and stays off it.
+        assert_eq!(
+            b.admit_call_seen(T0 + CLOSED_TRUSTED_US, &seen),
+            CallPermit::Skip
+        );
+        assert_eq!(
+            b.admit_call_seen(T0 + CLOSED_TRUSTED_US + 1, &seen),
+            CallPermit::Skip
+        );
+        // A clock that steps back reads it again at once.
+        let fresh = SeenClosed::default();
+        let s2 = store();
+        let closed = Breaker::new(&s2, KEY, policy());
+        assert_eq!(closed.admit_call_seen(T0, &fresh), CallPermit::Call);
+        assert!(feed(&Breaker::new(&s2, KEY, policy()), T0, 4, false).is_some());
+        assert_eq!(closed.admit_call_seen(T0 - 1, &fresh), CallPermit::Skip);
+        // Forgetting it does the same.
+        let s3 = store();
+        let third = Breaker::new(&s3, KEY, policy());
+        let seen3 = SeenClosed::default();
+        assert_eq!(third.admit_call_seen(T0, &seen3), CallPermit::Call);
+        assert!(feed(&Breaker::new(&s3, KEY, policy()), T0, 4, false).is_some());
+        seen3.forget();
+        assert_eq!(third.admit_call_seen(T0, &seen3), CallPermit::Skip);
     }
 }

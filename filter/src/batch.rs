@@ -171,9 +171,12 @@ pub fn on_queue_ready(rt: &Rc<Runtime>, queue: u32) -> bool {
 /// little budget left are answered from the node.
 fn flush(rt: &Rc<Runtime>) {
     loop {
-        let flush = STATE.with(|s| s.borrow_mut().batcher.flush(now_us()));
+        let now = now_us();
+        let flush = STATE.with(|s| s.borrow_mut().batcher.flush(now));
         for id in flush.expired {
-            answer(rt, id, true, |m, env, now| m.on_dispatch_failed(env, now));
+            answer(rt, id, true, now, |m, env, now| {
+                m.on_dispatch_failed(env, now)
+            });
         }
         let Some(call) = flush.call else {
             break;
@@ -189,7 +192,7 @@ fn flush(rt: &Rc<Runtime>) {
                 STATE.with(|s| s.borrow_mut().batcher.done());
                 let mut counted = false;
                 for id in call.members {
-                    counted |= answer(rt, id, counted, |m, env, now| {
+                    counted |= answer(rt, id, counted, now, |m, env, now| {
                         m.on_dispatch_failed(env, now)
                     });
                 }
@@ -240,13 +243,15 @@ pub fn on_call_answer(rt: &Rc<Runtime>, token: u32, body_size: usize) -> bool {
     let host = ProxyHost(Rc::clone(rt));
     let (status, body) = host.call_answer(body_size);
     let (shares, settled) = split(members.len(), status.as_deref(), body.as_deref());
+    // One clock read answers every hook of the call.
+    let now = host.now_us();
     if !settles.is_empty() {
         let ok = settled == Some(settles.len());
         crate::drain::settled(rt, settles, ok);
     }
     let mut counted = false;
     for (id, share) in members.into_iter().zip(shares) {
-        counted |= answer(rt, id, counted, |m, env, now| {
+        counted |= answer(rt, id, counted, now, |m, env, now| {
             m.on_store_reply(env, share, now)
         });
     }
@@ -255,12 +260,13 @@ pub fn on_call_answer(rt: &Rc<Runtime>, token: u32, body_size: usize) -> bool {
 }
 
 /// Runs `event` on hook `id`'s parked machine in its own context and
-/// performs the step there; `shared`: the breaker counted this call already.
-/// False when the hook is gone.
+/// performs the step there at `now` (µs); `shared`: the breaker counted this
+/// call already. False when the hook is gone.
 fn answer(
     rt: &Rc<Runtime>,
     id: u32,
     shared: bool,
+    now: u64,
     event: impl FnOnce(&mut machine::Hook, &machine::Env<'_, crate::shared::HostStore>, u64) -> Step,
 ) -> bool {
     let Some(mut parked) = STATE.with(|s| s.borrow_mut().parked.remove(&id)) else {
@@ -273,7 +279,7 @@ fn answer(
         parked.machine.share_call();
     }
     let host = ProxyHost(Rc::clone(rt));
-    let step = event(&mut parked.machine, &host.env(), host.now_us());
+    let step = event(&mut parked.machine, &host.env(), now);
     let flow = perform(&host, &mut parked.machine, step);
     parked.answered = true;
     STATE.with(|s| s.borrow_mut().parked.insert(id, parked));

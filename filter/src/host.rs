@@ -8,6 +8,7 @@
 use crate::headers;
 use crate::runtime::{call_store, Runtime, HOST};
 use crate::shared::{now_us, HostStore};
+use ankusa_core::breaker::SeenClosed;
 use ankusa_core::cas::CasStore;
 use ankusa_core::config::Config;
 use ankusa_core::hook::batch::Submitted;
@@ -29,6 +30,8 @@ pub trait Host {
     fn node(&self) -> &str;
     /// The node's shared data.
     fn store(&self) -> &Self::Store;
+    /// When this worker last read the fleet breaker closed.
+    fn seen_closed(&self) -> &SeenClosed;
     /// µs since the unix epoch.
     fn now_us(&self) -> u64;
     /// The random bytes of the next hook id (`now_us`: the hook's clock, for
@@ -73,6 +76,7 @@ pub trait Host {
             keys: self.keys(),
             node: self.node(),
             store: self.store(),
+            seen_closed: self.seen_closed(),
         }
     }
 }
@@ -97,6 +101,10 @@ impl Host for ProxyHost {
 
     fn store(&self) -> &HostStore {
         &HOST
+    }
+
+    fn seen_closed(&self) -> &SeenClosed {
+        &self.0.seen_closed
     }
 
     fn now_us(&self) -> u64 {

@@ -6,10 +6,12 @@
 //! `/stats/prometheus`. Every metric write is best effort: a stat is never
 //! worth failing a hook over.
 
+use ankusa_core::hook::degraded::GaugeWrites;
 use ankusa_core::hook::machine::Metric;
 pub use ankusa_core::hook::outcome::{Kind, Outcome};
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::MetricType;
+use std::cell::RefCell;
 
 /// A metric name carrying one label, in the form the bootstrap's stats_tags extract.
 pub fn labelled(name: &str, label: &str, value: &str) -> String {
@@ -49,6 +51,8 @@ pub struct Metrics {
     override_polls_failed: u32,
     overrides_cut: u32,
     overrides_listed: u32,
+    /// This VM's degraded-gauge writes (a value per hook would be a host call per hook).
+    degraded_writes: RefCell<GaugeWrites>,
 }
 
 fn define(kind: MetricType, name: &str) -> u32 {
@@ -110,6 +114,7 @@ impl Metrics {
             ),
             overrides_cut: define(Counter, "ankusa_overrides_cut_total"),
             overrides_listed: define(Gauge, "ankusa_overrides_listed"),
+            degraded_writes: RefCell::default(),
         }
     }
 
@@ -163,6 +168,9 @@ impl Metrics {
     }
 
     pub fn degraded(&self, kind: Kind, on: bool) {
+        if !self.degraded_writes.borrow_mut().due(kind, on) {
+            return;
+        }
         let id = match kind {
             Kind::RateLimit => self.degraded_rate,
             Kind::Dedupe => self.degraded_dedupe,

@@ -4,6 +4,7 @@
 //! store's answer (or refuse the dispatch) and the upstream's answer.
 
 use crate::host::Host;
+use ankusa_core::breaker::SeenClosed;
 use ankusa_core::cas::{ensure_keys, MapStore};
 use ankusa_core::config::Config;
 use ankusa_core::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
@@ -32,6 +33,7 @@ pub struct MockHost {
     pub config: Config,
     pub keys: Keys,
     pub store: MapStore,
+    pub seen_closed: SeenClosed,
     pub now_us: Cell<u64>,
     pub request: RefCell<Vec<(String, Vec<u8>)>>,
     pub body: RefCell<Vec<u8>>,
@@ -66,6 +68,7 @@ impl MockHost {
             config,
             keys,
             store,
+            seen_closed: SeenClosed::default(),
             now_us: Cell::new(1_700_000_000_000_000),
             request: RefCell::default(),
             body: RefCell::default(),
@@ -119,6 +122,10 @@ impl Host for Rc<MockHost> {
 
     fn node(&self) -> &str {
         "edge-1"
+    }
+
+    fn seen_closed(&self) -> &SeenClosed {
+        &self.seen_closed
     }
 
     fn store(&self) -> &MapStore {

@@ -6,6 +6,7 @@
 use crate::metrics::Metrics;
 use crate::settle;
 use crate::shared::HostStore;
+use ankusa_core::breaker::SeenClosed;
 use ankusa_core::cas::ensure_keys;
 use ankusa_core::config::{Config, FleetConfig};
 use ankusa_core::edge_keys::{self, BUCKET_PREFIX, BUCKET_SLOTS};
@@ -74,6 +75,8 @@ pub struct Runtime {
     /// when the oldest was made (µs): they ride on this worker's next
     /// batched hit call, or go to the queue (see [`Runtime::spill_due`]).
     pending: RefCell<(Vec<Queued>, u64)>,
+    /// When this worker last read the fleet breaker closed.
+    pub seen_closed: SeenClosed,
 }
 
 impl Runtime {
@@ -106,6 +109,7 @@ impl Runtime {
             keys,
             ids: RefCell::new(IdBits::new(id_seed())),
             pending: RefCell::new((Vec::new(), 0)),
+            seen_closed: SeenClosed::default(),
         };
         let changed = reload::note_limit_changes(&HOST, &runtime.config);
         if !changed.is_empty() {

@@ -195,7 +195,11 @@ mod tests {
             .map(|l| {
                 let cells: Vec<&str> = l.split('|').collect();
                 let flag = cell(cells[1]);
-                let flag = flag.split_whitespace().next().unwrap_or_default().to_string();
+                let flag = flag
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
                 (flag, cell(cells[2]), cell(cells[3]))
             })
             .collect()
@@ -236,7 +240,10 @@ mod tests {
     fn the_binary_and_an_in_process_server_share_their_timeouts() {
         let binary = Config::parse_from(["ankusa-store"]);
         let embedded = Config::for_redis("redis://127.0.0.1:6379/0");
-        assert_eq!(binary.header_read_timeout_ms, embedded.header_read_timeout_ms);
+        assert_eq!(
+            binary.header_read_timeout_ms,
+            embedded.header_read_timeout_ms
+        );
         assert_eq!(binary.max_budget_ms, embedded.max_budget_ms);
         assert_eq!(binary.settle_window_ms, embedded.settle_window_ms);
     }

@@ -18,7 +18,7 @@
 //! claim settles it once: promoted on a 2xx, released on anything else or
 //! when the stream ends first.
 
-use crate::breaker::{Breaker, BreakerState, CallPermit};
+use crate::breaker::{Breaker, BreakerState, CallPermit, SeenClosed};
 use crate::cas::{update_u64, CasStore};
 use crate::config::Config;
 use crate::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS, WARNED_KEY};
@@ -54,6 +54,8 @@ pub struct Env<'a, S: CasStore> {
     pub keys: &'a Keys,
     pub node: &'a str,
     pub store: &'a S,
+    /// When this worker last read the fleet breaker closed.
+    pub seen_closed: &'a SeenClosed,
 }
 
 impl<S: CasStore> Env<'_, S> {
@@ -412,6 +414,7 @@ impl Hook {
         let Some(transition) = env.breaker().record(now, permit, failure.is_none()) else {
             return;
         };
+        env.seen_closed.forget();
         let line = match failure {
             Some(why) => (
                 Level::Warn,
@@ -548,7 +551,7 @@ impl Hook {
         let Some(request) = &plan.fleet else {
             return self.answer_node(env, &plan.charges, None, now);
         };
-        let permit = env.breaker().admit_call(now);
+        let permit = env.breaker().admit_call_seen(now, env.seen_closed);
         match permit {
             CallPermit::Skip => {
                 self.show_breaker(env, now);
@@ -612,7 +615,11 @@ impl Hook {
         let Some(call) = self.call.take() else {
             return self.step(Flow::Pause);
         };
-        self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
+        // One sample per call, as the breaker counts calls: the hook the
+        // call is counted for records it.
+        if !self.shares_call {
+            self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
+        }
         self.record(env, call.permit, answer.as_ref().err(), now);
         let (answer, levels) = match answer {
             Ok(reply) => {

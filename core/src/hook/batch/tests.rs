@@ -270,6 +270,31 @@ mod breaker {
     }
 
     #[test]
+    fn a_shared_call_records_one_duration() {
+        use crate::hook::machine::{Effect, Metric};
+        let w = world();
+        let mut durations = 0;
+        for i in 0..3 {
+            let mut hook = w.calling(&format!("m-{i}"));
+            if i > 0 {
+                hook.share_call();
+            }
+            let step = hook.on_store_answer(
+                &w.env(),
+                Some("200"),
+                Some(br#"{"result":"ok"}"#),
+                NOW + 3_000,
+            );
+            durations += step
+                .effects
+                .iter()
+                .filter(|e| matches!(e, Effect::Metric(Metric::CallMs(3))))
+                .count();
+        }
+        assert_eq!(durations, 1);
+    }
+
+    #[test]
     fn hooks_that_each_sent_a_call_each_count() {
         let w = world();
         for i in 0..2 {

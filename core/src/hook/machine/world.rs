@@ -2,6 +2,7 @@
 //! `secret_env` names, and an in-memory node store holding the node's keys.
 
 use super::Env;
+use crate::breaker::SeenClosed;
 use crate::cas::{ensure_keys, MapStore};
 use crate::config::Config;
 use crate::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
@@ -12,6 +13,7 @@ pub struct World {
     pub config: Config,
     pub keys: Keys,
     pub store: MapStore,
+    pub seen_closed: SeenClosed,
 }
 
 impl World {
@@ -31,6 +33,7 @@ impl World {
             config,
             keys,
             store,
+            seen_closed: SeenClosed::default(),
         }
     }
 
@@ -40,6 +43,7 @@ impl World {
             keys: &self.keys,
             node: "edge-1",
             store: &self.store,
+            seen_closed: &self.seen_closed,
         }
     }
 }
