@@ -9,20 +9,24 @@ use ankusa_testkit::Proc;
 use std::process::Command;
 use std::time::Duration;
 
-#[test]
-fn listen_address_and_redis_url_come_from_the_environment_without_flags() {
-    let redis = Redis::start();
+/// The store binary with no flags: its listen address, `redis`, a run token
+/// and `env` all from the environment; the process and its port once it listens.
+fn spawn(name: &str, redis: &Redis, env: &[(&str, &str)]) -> (Proc, u16) {
     let port = free_port();
     let mut cmd = Command::new(workspace_bin("ankusa-store"));
     cmd.env("ANKUSA_STORE_LISTEN", format!("127.0.0.1:{port}"))
         .env("ANKUSA_REDIS_URL", redis.url())
-        .env("ANKUSA_STORE_TOKENS", ankusa_testkit::token::run_token());
-    let mut proc = Proc::spawn(
-        "ankusa-store",
-        cmd,
-        &scratch_dir("store-env").join("store.log"),
-    );
+        .env("ANKUSA_STORE_TOKENS", ankusa_testkit::token::run_token())
+        .envs(env.iter().copied());
+    let mut proc = Proc::spawn("ankusa-store", cmd, &scratch_dir(name).join("store.log"));
     proc.wait_for_port(port, Duration::from_secs(10));
+    (proc, port)
+}
+
+#[test]
+fn listen_address_and_redis_url_come_from_the_environment_without_flags() {
+    let redis = Redis::start();
+    let (mut proc, port) = spawn("store-env", &redis, &[]);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !matches!(get(&format!("http://127.0.0.1:{port}/readyz")), Ok(r) if r.status == 200) {
         assert!(
@@ -72,18 +76,11 @@ fn workers(pid: u32) -> usize {
 fn threads_sets_the_worker_threads_and_a_bad_count_is_refused_naming_the_flag() {
     let redis = Redis::start();
     for threads in ["1", "3"] {
-        let port = free_port();
-        let mut cmd = Command::new(workspace_bin("ankusa-store"));
-        cmd.args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--redis-url", &redis.url()])
-            .env("ANKUSA_STORE_THREADS", threads)
-            .env("ANKUSA_STORE_TOKENS", ankusa_testkit::token::run_token());
-        let mut proc = Proc::spawn(
-            "ankusa-store",
-            cmd,
-            &scratch_dir("store-threads").join("store.log"),
+        let (mut proc, _) = spawn(
+            "store-threads",
+            &redis,
+            &[("ANKUSA_STORE_THREADS", threads)],
         );
-        proc.wait_for_port(port, Duration::from_secs(10));
         assert_eq!(
             workers(proc.pid()).to_string(),
             threads,
