@@ -7,6 +7,8 @@
 //! (the redelivery to edge B is a duplicate), released when it didn't (the
 //! redelivery is admitted). Before, A fell back holding no claim and the key
 //! stood pending for `pending_ttl_ms` (30 s): every redelivery got 409.
+//! The same holds when the sender hangs up while A's hit is in flight: A
+//! releases the claim the hit wrote.
 
 mod edge_support;
 
@@ -150,4 +152,31 @@ fn a_late_claim_is_released_when_the_upstream_refused_the_hook() {
             == committed),
         "B's claim was never promoted"
     );
+}
+
+#[test]
+fn a_sender_that_hangs_up_while_its_hit_is_in_flight_leaves_no_stuck_claim() {
+    let f = fleet();
+    // The store runs A's hit at once; its answer is held past the sender's patience.
+    f.proxy.set_mode(Mode::DelayResponse(PAST_THE_BUDGET));
+    let gone = ankusa_testkit::http::request(
+        "POST",
+        &f.a.url("/webhooks/gh"),
+        &[("x-github-delivery", "hung-up")],
+        b"{}",
+        Duration::from_millis(300),
+    );
+    assert!(gone.is_err(), "the sender was meant to give up: {gone:?}");
+    wait_for_the_late_write(&f, "hung-up");
+    assert!(
+        eventually(SETTLED_WITHIN, || f
+            .redis
+            .cli(&["EXISTS", &claim_key("hung-up")])
+            == "0"),
+        "the claim of a hook nobody will store stood: {:?}",
+        f.redis.cli(&["GET", &claim_key("hung-up")])
+    );
+    let again = deliver(&f.b, "/webhooks/gh", "hung-up");
+    assert_eq!(again.status, 201, "{}", again.text());
+    assert_eq!(f.intake.hooks().len(), 1, "stored once, by the redelivery");
 }

@@ -701,6 +701,19 @@ impl Hook {
     /// The stream ended (the sender went away, or the stream was reset,
     /// before the upstream answered): a claim still held is released.
     pub fn on_stream_end(&mut self) -> Step {
+        // The sender went away while the store call was in flight: the
+        // store may have written this hook's pending claim, and nothing will
+        // be stored under it. Releasing it lets a redelivery in at once
+        // rather than after `pending_ttl_ms` (a claim the store never wrote
+        // is left alone: a release only deletes this hook's own).
+        if let Some(call) = self.call.take() {
+            if let Some(claim) = call.plan.fleet.and_then(|request| request.claim) {
+                self.emit(Effect::Settle(Queued {
+                    retries: 0,
+                    op: SettleOp::Release { claim },
+                }));
+            }
+        }
         self.settle(None, None);
         self.step(Flow::Continue)
     }

@@ -328,3 +328,22 @@ fn the_override_a_fleet_answer_carries_sets_that_hooks_shadow_and_policy() {
     let step = hook.on_store_answer(&w.env(), Some("200"), Some(expired.as_bytes()), NOW);
     assert_eq!(replies(&step), [429]);
 }
+
+#[test]
+fn a_sender_gone_while_the_store_call_is_in_flight_releases_the_claim_once() {
+    let w = World::new(&fleet("fleet"), &[]);
+    let mut hook = Hook::new();
+    w.headers(&mut hook, &POST, true);
+    assert!(hook.calling());
+    let step = hook.on_stream_end();
+    let released = settles(&step);
+    assert!(
+        matches!(&released[..], [SettleOp::Release { claim }] if claim.key == DELIVERY),
+        "{released:?}"
+    );
+    assert!(!hook.calling());
+    // The late answer finds no call: nothing more is settled.
+    let late = hook.on_store_answer(&w.env(), Some("200"), Some(br#"{"result":"ok"}"#), NOW);
+    assert!(settles(&late).is_empty());
+    assert!(settles(&hook.on_stream_end()).is_empty());
+}
