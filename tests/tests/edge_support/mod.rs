@@ -4,7 +4,6 @@
 
 use ankusa_testkit::envoy::{Edge, EdgeSpec};
 use ankusa_testkit::http::{self, Response};
-use ankusa_testkit::ports::free_port;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -98,12 +97,24 @@ pub enum Fault {
 }
 
 impl FakeStore {
+    /// On a port the kernel picks as it binds: a port probed first could be
+    /// taken meanwhile (an outgoing connection's ephemeral port).
     pub fn start(fault: Fault) -> FakeStore {
-        Self::start_on(free_port(), fault)
+        Self::listen(
+            TcpListener::bind("127.0.0.1:0").expect("bind fake store"),
+            fault,
+        )
     }
 
     pub fn start_on(port: u16, fault: Fault) -> FakeStore {
-        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind fake store");
+        Self::listen(
+            TcpListener::bind(("127.0.0.1", port)).expect("bind fake store"),
+            fault,
+        )
+    }
+
+    fn listen(listener: TcpListener, fault: Fault) -> FakeStore {
+        let port = listener.local_addr().expect("fake store address").port();
         listener.set_nonblocking(true).expect("nonblocking");
         let connections = Arc::new(AtomicU64::new(0));
         let requests = Arc::new(AtomicU64::new(0));
