@@ -74,6 +74,11 @@ pub enum Node {
 pub struct Backend {
     target: RedisTarget,
     conn: RwLock<Option<Conn>>,
+    /// For a Cluster, a second client that never sends a command again by
+    /// itself (on a redirect, a dropped connection, a TRYAGAIN): hits go on
+    /// it, as a hit is not idempotent and a resent pipeline would run again
+    /// every hit in it that had already run. On one Redis, the same connection.
+    once: RwLock<Option<Conn>>,
     slots: RwLock<Vec<SlotOwner>>,
     up: AtomicBool,
     pub metrics: Arc<Metrics>,
@@ -88,6 +93,7 @@ impl Backend {
         Arc::new(Backend {
             target,
             conn: RwLock::new(None),
+            once: RwLock::new(None),
             slots: RwLock::new(Vec::new()),
             up: AtomicBool::new(false),
             metrics,
@@ -102,6 +108,15 @@ impl Backend {
     /// The live connection, or `redis_unavailable` at once when there is none yet.
     pub fn conn(&self) -> Result<Conn, StoreError> {
         let guard = self.conn.read().unwrap_or_else(|p| p.into_inner());
+        guard
+            .clone()
+            .ok_or_else(|| StoreError::RedisUnavailable("not connected to Redis yet".into()))
+    }
+
+    /// The connection for hits (see [`Backend`]'s `once`), or
+    /// `redis_unavailable` at once when there is none yet.
+    pub fn conn_once(&self) -> Result<Conn, StoreError> {
+        let guard = self.once.read().unwrap_or_else(|p| p.into_inner());
         guard
             .clone()
             .ok_or_else(|| StoreError::RedisUnavailable("not connected to Redis yet".into()))
@@ -122,7 +137,8 @@ impl Backend {
         self.metrics.redis_up.set(i64::from(up));
     }
 
-    async fn connect(&self) -> RedisResult<Conn> {
+    /// The connection, and the one hits go on (see [`Backend`]'s `once`).
+    async fn connect(&self) -> RedisResult<(Conn, Conn)> {
         match &self.target {
             RedisTarget::Single(url) => {
                 let client = redis::Client::open(url.as_str())?;
@@ -134,16 +150,21 @@ impl Backend {
                     .set_max_delay(200)
                     .set_connection_timeout(PROBE_TIMEOUT);
                 let manager = ConnectionManager::new_with_config(client, config).await?;
-                Ok(Conn::Single(Box::new(manager)))
+                let conn = Conn::Single(Box::new(manager));
+                Ok((conn.clone(), conn))
             }
             RedisTarget::Cluster(nodes) => {
-                let client = redis::cluster::ClusterClientBuilder::new(nodes.clone())
-                    .connection_timeout(PROBE_TIMEOUT)
-                    .retries(2)
-                    .min_retry_wait(10)
-                    .max_retry_wait(200)
-                    .build()?;
-                Ok(Conn::Cluster(client.get_async_connection().await?))
+                let client = |retries: u32| {
+                    redis::cluster::ClusterClientBuilder::new(nodes.clone())
+                        .connection_timeout(PROBE_TIMEOUT)
+                        .retries(retries)
+                        .min_retry_wait(10)
+                        .max_retry_wait(200)
+                        .build()
+                };
+                let conn = Conn::Cluster(client(2)?.get_async_connection().await?);
+                let once = Conn::Cluster(client(0)?.get_async_connection().await?);
+                Ok((conn, once))
             }
         }
     }
@@ -177,7 +198,10 @@ impl Backend {
         let has_conn = self.conn().is_ok();
         if !has_conn {
             match tokio::time::timeout(PROBE_TIMEOUT, self.connect()).await {
-                Ok(Ok(conn)) => *self.conn.write().unwrap_or_else(|p| p.into_inner()) = Some(conn),
+                Ok(Ok((conn, once))) => {
+                    *self.once.write().unwrap_or_else(|p| p.into_inner()) = Some(once);
+                    *self.conn.write().unwrap_or_else(|p| p.into_inner()) = Some(conn);
+                }
                 Ok(Err(e)) => {
                     log::debug!("connecting to Redis: {e}");
                     self.set_up(false);
@@ -244,16 +268,27 @@ impl Backend {
             })
     }
 
-    /// Sends `pipe` to `node` in one round trip, counted and timed.
+    /// Sends `pipe` (settle operations: idempotent, so a Cluster client may
+    /// resend it after a redirect) to `node` in one round trip, counted and timed.
     pub async fn send_pipeline(
         &self,
         node: &Node,
         pipe: &Pipeline,
         count: usize,
     ) -> Result<Vec<Value>, redis::RedisError> {
-        let mut conn = self
+        let conn = self
             .conn()
             .map_err(|e| redis::RedisError::from(std::io::Error::other(e.to_string())))?;
+        self.send_on(conn, node, pipe, count).await
+    }
+
+    async fn send_on(
+        &self,
+        mut conn: Conn,
+        node: &Node,
+        pipe: &Pipeline,
+        count: usize,
+    ) -> Result<Vec<Value>, redis::RedisError> {
         let started = Instant::now();
         self.metrics.pipeline_round_trips.inc();
         let result = match (&mut conn, node) {
@@ -282,21 +317,23 @@ impl Backend {
 }
 
 impl Backend {
-    /// Sends `pipe` to `node` in one round trip and returns every command's
-    /// own reply, a command's error among them as a `Value::ServerError`
-    /// (on one Redis; a Cluster node's error fails the whole pipeline).
+    /// Sends `pipe` (hits among them) to `node` in one round trip, never
+    /// twice, and returns every command's own reply, a command's error among
+    /// them as a `Value::ServerError` (on one Redis; a Cluster node's error
+    /// fails the whole pipeline, which is then answered as failed: the hits
+    /// that ran were charged once).
     pub async fn send_pipeline_values(
         &self,
         node: &Node,
         pipe: &Pipeline,
         count: usize,
     ) -> Result<Vec<Value>, redis::RedisError> {
-        if !matches!(node, Node::Single) {
-            return self.send_pipeline(node, pipe, count).await;
-        }
         let mut conn = self
-            .conn()
+            .conn_once()
             .map_err(|e| redis::RedisError::from(std::io::Error::other(e.to_string())))?;
+        if !matches!(node, Node::Single) {
+            return self.send_on(conn, node, pipe, count).await;
+        }
         let started = Instant::now();
         self.metrics.pipeline_round_trips.inc();
         let result = conn.req_packed_commands(pipe, 0, count).await;

@@ -51,6 +51,9 @@ impl StoreError {
                 redis::ErrorKind::BusyLoadingError
                     | redis::ErrorKind::ClusterDown
                     | redis::ErrorKind::TryAgain
+                    // A slot that moved: the store re-reads the slot map.
+                    | redis::ErrorKind::Moved
+                    | redis::ErrorKind::Ask
             )
         {
             StoreError::RedisUnavailable(e.to_string())

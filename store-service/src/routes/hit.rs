@@ -35,7 +35,8 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
 }
 
 pub async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitReply, StoreError> {
-    let mut conn = backend.conn()?;
+    // Never resent by a Cluster client: a hit is not idempotent.
+    let mut conn = backend.conn_once()?;
     let (keys, args) = keys_and_args(hit);
     let mut call = backend.scripts.hit.prepare_invoke();
     for key in &keys {

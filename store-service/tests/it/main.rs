@@ -10,5 +10,6 @@ mod outage;
 mod overrides;
 mod parity;
 mod protocols;
+mod resharding;
 mod shutdown;
 mod suite;
