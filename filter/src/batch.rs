@@ -91,7 +91,7 @@ pub fn submit(id: u32, body: &[u8], timeout_ms: u64) -> Submitted {
 
 /// A hook's own call was answered, refused, or will never be answered.
 pub fn own_call_done() {
-    let waiting = STATE.with(|s| s.borrow_mut().batcher.done());
+    let waiting = STATE.with(|s| s.borrow_mut().batcher.done(now_us()));
     if waiting {
         wake();
     }
@@ -189,7 +189,7 @@ fn flush(rt: &Rc<Runtime>) {
             }),
             Err(_) => {
                 crate::drain::settled(rt, settles, false);
-                STATE.with(|s| s.borrow_mut().batcher.done());
+                STATE.with(|s| s.borrow_mut().batcher.done(now));
                 let mut counted = false;
                 for id in call.members {
                     counted |= answer(rt, id, counted, now, |m, env, now| {
@@ -239,12 +239,12 @@ pub fn on_call_answer(rt: &Rc<Runtime>, token: u32, body_size: usize) -> bool {
     let Some((members, settles)) = STATE.with(|s| s.borrow_mut().calls.remove(&token)) else {
         return false;
     };
-    STATE.with(|s| s.borrow_mut().batcher.done());
     let host = ProxyHost(Rc::clone(rt));
-    let (status, body) = host.call_answer(body_size);
-    let (shares, settled) = split(members.len(), status.as_deref(), body.as_deref());
     // One clock read answers every hook of the call.
     let now = host.now_us();
+    STATE.with(|s| s.borrow_mut().batcher.done(now));
+    let (status, body) = host.call_answer(body_size);
+    let (shares, settled) = split(members.len(), status.as_deref(), body.as_deref());
     if !settles.is_empty() {
         let ok = settled == Some(settles.len());
         crate::drain::settled(rt, settles, ok);

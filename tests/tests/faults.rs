@@ -37,10 +37,9 @@ rows! {
     store_blackholed => Fault::StoreBlackholed, true;
     redis_killed_and_restarted_empty => Fault::RedisKilled, true;
     redis_flushall => Fault::RedisFlushall, true;
+    store_slow_below_timeout => Fault::StoreSlowBelow, true;
     #[ignore = "full fault suite: scripts/reliability.sh"]
     store_frozen => Fault::StoreFrozen, false;
-    #[ignore = "full fault suite: scripts/reliability.sh"]
-    store_slow_below_timeout => Fault::StoreSlowBelow, false;
     #[ignore = "full fault suite: scripts/reliability.sh"]
     store_slow_above_timeout => Fault::StoreSlowAbove, false;
     #[ignore = "full fault suite: scripts/reliability.sh"]

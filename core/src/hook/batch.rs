@@ -6,6 +6,14 @@
 //! waiting hooks leave together as the next call (`/v1/hits`, up to
 //! [`MAX_BATCH`]; a queue that fills up leaves at once as a call of its own).
 //!
+//! A hook waits only if it can afford to: the worker keeps the latency of
+//! its recent calls, and a hook that, after waiting for the call in flight
+//! and then its own call's latency, would not be answered within nine
+//! tenths of its budget (or would leave with less than half of it) is sent
+//! at once, on a call of its own beside the one in flight. So a store that
+//! is slow but within the budget gets a call per hook, as without batching,
+//! instead of hooks that time out waiting.
+//!
 //! Every hook keeps its own budget, measured from its own arrival: the
 //! call that carries it times out when the earliest budget among its hooks
 //! ends, and a hook with less than half its budget left when its call would
@@ -73,6 +81,10 @@ pub struct Flush {
 pub struct Batcher {
     in_flight: usize,
     queue: VecDeque<Waiting>,
+    /// When each call in flight left (µs), oldest first.
+    sent: VecDeque<u64>,
+    /// Recent calls' latency (µs: up at once, down as a moving average); None before the first answer.
+    latency_us: Option<u64>,
 }
 
 impl Batcher {
@@ -90,10 +102,36 @@ impl Batcher {
         self.queue.len()
     }
 
+    /// Recent calls' latency (µs); None before the first answer.
+    pub fn latency_us(&self) -> Option<u64> {
+        self.latency_us
+    }
+
+    fn sent_at(&mut self, now_us: u64) {
+        self.in_flight += 1;
+        self.sent.push_back(now_us);
+    }
+
+    /// Whether `hook`, arriving now, can wait for the call in flight: it
+    /// would leave with at least half its budget and, at the recent latency,
+    /// be answered within nine tenths of it.
+    fn can_wait(&self, hook: &Waiting) -> bool {
+        let Some(latency) = self.latency_us else {
+            return true;
+        };
+        let wait = self
+            .sent
+            .front()
+            .map_or(0, |sent| (sent + latency).saturating_sub(hook.arrived_us));
+        let budget = hook.budget_ms.saturating_mul(1_000);
+        wait.saturating_mul(2) <= budget
+            && (wait + latency).saturating_mul(10) <= budget.saturating_mul(9)
+    }
+
     /// A hook wants to call the store.
     pub fn submit(&mut self, hook: Waiting) -> Submitted {
-        if self.in_flight == 0 && self.queue.is_empty() {
-            self.in_flight = 1;
+        if (self.in_flight == 0 && self.queue.is_empty()) || !self.can_wait(&hook) {
+            self.sent_at(hook.arrived_us);
             return Submitted::SendNow;
         }
         self.queue.push_back(hook);
@@ -104,10 +142,20 @@ impl Batcher {
         }
     }
 
-    /// A call was answered, failed, or will never be answered; true when
-    /// hooks wait (flush them now).
-    pub fn done(&mut self) -> bool {
+    /// A call was answered, failed, or will never be answered at `now_us`
+    /// (its latency, taken as the oldest in flight's, joins the average: at
+    /// once when it is slower, so hooks stop waiting on a store that slowed
+    /// down from its first slow answer; a quarter at a time when faster);
+    /// true when hooks wait (flush them now).
+    pub fn done(&mut self, now_us: u64) -> bool {
         self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(sent) = self.sent.pop_front() {
+            let took = now_us.saturating_sub(sent);
+            self.latency_us = Some(match self.latency_us {
+                Some(average) if took < average => (average * 3 + took) / 4,
+                _ => took,
+            });
+        }
         !self.queue.is_empty()
     }
 
@@ -147,7 +195,7 @@ impl Batcher {
             [one] => (HIT_PATH, one.body.clone()),
             many => (HITS_PATH, hits_body(many.iter().map(|m| m.body.as_slice()))),
         };
-        self.in_flight += 1;
+        self.sent_at(now_us);
         flush.call = Some(Outgoing {
             members: members.into_iter().map(|m| m.id).collect(),
             path,

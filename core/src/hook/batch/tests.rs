@@ -24,7 +24,7 @@ fn a_lone_hook_is_sent_at_once_and_alone() {
     assert_eq!(b.in_flight(), 1);
     assert_eq!(b.waiting(), 0);
     // Its answer leaves nothing waiting: nothing to flush.
-    assert!(!b.done());
+    assert!(!b.done(MS));
     assert_eq!(b.submit(hook(2, 5 * MS)), Submitted::SendNow);
 }
 
@@ -35,7 +35,7 @@ fn hooks_arriving_during_a_call_share_the_next_one_in_order() {
     for (id, at) in [(2, MS), (3, 2 * MS), (4, 3 * MS)] {
         assert_eq!(b.submit(hook(id, at)), Submitted::Queued);
     }
-    assert!(b.done(), "hooks wait: flush");
+    assert!(b.done(4 * MS), "hooks wait: flush");
     let flush = b.flush(4 * MS);
     assert!(flush.expired.is_empty());
     let call = flush.call.expect("a call");
@@ -60,7 +60,7 @@ fn one_waiting_hook_leaves_on_the_single_path() {
     let mut b = Batcher::new();
     b.submit(hook(1, 0));
     b.submit(hook(2, MS));
-    b.done();
+    b.done(2 * MS);
     let call = b.flush(2 * MS).call.expect("a call");
     assert_eq!((call.members, call.path), (vec![2], "/v1/hit"));
     assert_eq!(call.body, hook(2, MS).body);
@@ -72,7 +72,7 @@ fn a_hook_with_under_half_its_budget_left_is_answered_from_the_node() {
     b.submit(hook(1, 0));
     b.submit(hook(2, 0));
     b.submit(hook(3, 9 * MS));
-    b.done();
+    b.done(12 * MS);
     // At 12 ms hook 2 has 8 of 20 ms left, hook 3 has 17.
     let flush = b.flush(12 * MS);
     assert_eq!(flush.expired, vec![2]);
@@ -82,7 +82,7 @@ fn a_hook_with_under_half_its_budget_left_is_answered_from_the_node() {
     let mut b = Batcher::new();
     b.submit(hook(1, 0));
     b.submit(hook(2, 0));
-    b.done();
+    b.done(25 * MS);
     let flush = b.flush(25 * MS);
     assert_eq!((flush.expired, flush.call), (vec![2], None));
     assert_eq!(b.in_flight(), 0);
@@ -111,7 +111,7 @@ fn a_hook_that_went_away_is_not_sent() {
     b.submit(hook(3, 0));
     assert!(b.forget(2));
     assert!(!b.forget(2));
-    b.done();
+    b.done(MS);
     assert_eq!(b.flush(MS).call.expect("a call").members, vec![3]);
 }
 
@@ -198,6 +198,43 @@ fn a_failed_call_is_every_hooks_failure() {
     // One hook: its answer is its own, untouched.
     let (shares, _) = split(1, Some("200"), Some(br#"{"result":"ok"}"#));
     assert_eq!(shares[0].as_ref().map(|r| &r.answer), Ok(&HitAnswer::Ok));
+}
+
+#[test]
+fn the_latency_of_answered_calls_is_kept() {
+    let mut b = Batcher::new();
+    assert_eq!(b.latency_us(), None);
+    b.submit(hook(1, 0));
+    b.done(8 * MS);
+    assert_eq!(b.latency_us(), Some(8 * MS));
+    b.submit(hook(2, 10 * MS));
+    b.done(14 * MS);
+    // Faster: a moving average, three parts the old, one part the new.
+    assert_eq!(b.latency_us(), Some(7 * MS));
+    b.submit(hook(3, 20 * MS));
+    b.done(36 * MS);
+    // Slower: taken at once.
+    assert_eq!(b.latency_us(), Some(16 * MS));
+}
+
+#[test]
+fn a_hook_that_cannot_afford_to_wait_for_a_slow_call_is_sent_at_once() {
+    // Calls take 16 ms; budgets are 20 ms.
+    let mut b = Batcher::new();
+    b.submit(hook(1, 0));
+    b.done(16 * MS);
+    assert_eq!(b.submit(hook(2, 20 * MS)), Submitted::SendNow);
+    // Waiting for hook 2's call (back at 36 ms) and then its own call would
+    // take hook 3 past its budget: it gets a call of its own, beside it.
+    assert_eq!(b.submit(hook(3, 21 * MS)), Submitted::SendNow);
+    assert_eq!(b.in_flight(), 2);
+    assert_eq!(b.waiting(), 0);
+    // A store that is fast again: hooks wait for the call in flight again.
+    let mut b = Batcher::new();
+    b.submit(hook(1, 0));
+    b.done(MS);
+    assert_eq!(b.submit(hook(2, 10 * MS)), Submitted::SendNow);
+    assert_eq!(b.submit(hook(3, 10 * MS + 500)), Submitted::Queued);
 }
 
 mod breaker {
