@@ -72,6 +72,23 @@ fn wait_for_the_late_write(f: &Fleet, delivery: &str) -> String {
     seen
 }
 
+/// Waits for A's late claim on `delivery` to be written, then released;
+/// B's redelivery is then admitted (201), and returned.
+fn released_then_admitted(f: &Fleet, delivery: &str) -> Response {
+    wait_for_the_late_write(f, delivery);
+    assert!(
+        eventually(SETTLED_WITHIN, || f
+            .redis
+            .cli(&["EXISTS", &claim_key(delivery)])
+            == "0"),
+        "A's claim on {delivery}, of a hook nobody will store, was never released: {:?}",
+        f.redis.cli(&["GET", &claim_key(delivery)])
+    );
+    let again = deliver(&f.b, "/webhooks/gh", delivery);
+    assert_eq!(again.status, 201, "{}", again.text());
+    again
+}
+
 /// Redelivers to B until it is answered anything but 409 (at most `SETTLED_WITHIN`).
 fn redeliver_until_settled(f: &Fleet, delivery: &str) -> Response {
     let started = Instant::now();
@@ -128,17 +145,7 @@ fn a_late_claim_is_released_when_the_upstream_refused_the_hook() {
         .expect("edge A answers");
     assert_eq!(first.status, 500, "{}", first.text());
     assert_eq!(f.a.stat("ankusa_fleet_fallback_total"), 1.0);
-    wait_for_the_late_write(&f, "late-500");
-    assert!(
-        eventually(SETTLED_WITHIN, || f
-            .redis
-            .cli(&["EXISTS", &claim_key("late-500")])
-            == "0"),
-        "A's late claim was never released: {:?}",
-        f.redis.cli(&["GET", &claim_key("late-500")])
-    );
-    let again = deliver(&f.b, "/webhooks/gh", "late-500");
-    assert_eq!(again.status, 201, "{}", again.text());
+    let again = released_then_admitted(&f, "late-500");
     let body = again.json();
     assert_eq!(body.get("duplicate"), None, "{body}");
     let hooks = f.intake.hooks();
@@ -167,16 +174,6 @@ fn a_sender_that_hangs_up_while_its_hit_is_in_flight_leaves_no_stuck_claim() {
         Duration::from_millis(300),
     );
     assert!(gone.is_err(), "the sender was meant to give up: {gone:?}");
-    wait_for_the_late_write(&f, "hung-up");
-    assert!(
-        eventually(SETTLED_WITHIN, || f
-            .redis
-            .cli(&["EXISTS", &claim_key("hung-up")])
-            == "0"),
-        "the claim of a hook nobody will store stood: {:?}",
-        f.redis.cli(&["GET", &claim_key("hung-up")])
-    );
-    let again = deliver(&f.b, "/webhooks/gh", "hung-up");
-    assert_eq!(again.status, 201, "{}", again.text());
+    released_then_admitted(&f, "hung-up");
     assert_eq!(f.intake.hooks().len(), 1, "stored once, by the redelivery");
 }
