@@ -85,6 +85,14 @@ pub struct Backend {
     pub scripts: Scripts,
 }
 
+/// The connection in `slot`, or `redis_unavailable` when there is none yet.
+fn live(slot: &RwLock<Option<Conn>>) -> Result<Conn, StoreError> {
+    let guard = slot.read().unwrap_or_else(|p| p.into_inner());
+    guard
+        .clone()
+        .ok_or_else(|| StoreError::RedisUnavailable("not connected to Redis yet".into()))
+}
+
 /// How long one connection attempt or probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
 
@@ -107,19 +115,13 @@ impl Backend {
 
     /// The live connection, or `redis_unavailable` at once when there is none yet.
     pub fn conn(&self) -> Result<Conn, StoreError> {
-        let guard = self.conn.read().unwrap_or_else(|p| p.into_inner());
-        guard
-            .clone()
-            .ok_or_else(|| StoreError::RedisUnavailable("not connected to Redis yet".into()))
+        live(&self.conn)
     }
 
     /// The connection for hits (see [`Backend`]'s `once`), or
     /// `redis_unavailable` at once when there is none yet.
     pub fn conn_once(&self) -> Result<Conn, StoreError> {
-        let guard = self.once.read().unwrap_or_else(|p| p.into_inner());
-        guard
-            .clone()
-            .ok_or_else(|| StoreError::RedisUnavailable("not connected to Redis yet".into()))
+        live(&self.once)
     }
 
     pub fn is_up(&self) -> bool {

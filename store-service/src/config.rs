@@ -184,6 +184,7 @@ fn redact_one(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use clap::CommandFactory;
 
     /// The flags table of the store's README: (flag, env, default).
@@ -247,8 +248,6 @@ mod tests {
         assert_eq!(binary.max_budget_ms, embedded.max_budget_ms);
         assert_eq!(binary.settle_window_ms, embedded.settle_window_ms);
     }
-
-    use super::*;
 
     #[test]
     fn passwords_in_redis_urls_are_redacted() {

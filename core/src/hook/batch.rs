@@ -79,9 +79,8 @@ pub struct Flush {
 /// One worker's hit calls in flight and the hooks waiting for the next.
 #[derive(Debug, Default)]
 pub struct Batcher {
-    in_flight: usize,
     queue: VecDeque<Waiting>,
-    /// When each call in flight left (µs), oldest first.
+    /// When each call in flight left (µs), oldest first: one entry a call.
     sent: VecDeque<u64>,
     /// Recent calls' latency (µs: up at once, down as a moving average); None before the first answer.
     latency_us: Option<u64>,
@@ -94,7 +93,7 @@ impl Batcher {
 
     /// Calls in flight.
     pub fn in_flight(&self) -> usize {
-        self.in_flight
+        self.sent.len()
     }
 
     /// Hooks waiting.
@@ -108,7 +107,6 @@ impl Batcher {
     }
 
     fn sent_at(&mut self, now_us: u64) {
-        self.in_flight += 1;
         self.sent.push_back(now_us);
     }
 
@@ -130,7 +128,7 @@ impl Batcher {
 
     /// A hook wants to call the store.
     pub fn submit(&mut self, hook: Waiting) -> Submitted {
-        if (self.in_flight == 0 && self.queue.is_empty()) || !self.can_wait(&hook) {
+        if (self.sent.is_empty() && self.queue.is_empty()) || !self.can_wait(&hook) {
             self.sent_at(hook.arrived_us);
             return Submitted::SendNow;
         }
@@ -148,7 +146,6 @@ impl Batcher {
     /// down from its first slow answer; a quarter at a time when faster);
     /// true when hooks wait (flush them now).
     pub fn done(&mut self, now_us: u64) -> bool {
-        self.in_flight = self.in_flight.saturating_sub(1);
         if let Some(sent) = self.sent.pop_front() {
             let took = now_us.saturating_sub(sent);
             self.latency_us = Some(match self.latency_us {

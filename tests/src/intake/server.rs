@@ -198,7 +198,7 @@ fn header_text<B>(req: &Request<B>, name: &str) -> Result<Option<String>, Refusa
             copies.len()
         )));
     }
-    match req.headers().get(name) {
+    match copies.first() {
         None => Ok(None),
         Some(value) => value
             .to_str()

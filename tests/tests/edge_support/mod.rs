@@ -100,20 +100,7 @@ impl FakeStore {
     /// On a port the kernel picks as it binds: a port probed first could be
     /// taken meanwhile (an outgoing connection's ephemeral port).
     pub fn start(fault: Fault) -> FakeStore {
-        Self::listen(
-            TcpListener::bind("127.0.0.1:0").expect("bind fake store"),
-            fault,
-        )
-    }
-
-    pub fn start_on(port: u16, fault: Fault) -> FakeStore {
-        Self::listen(
-            TcpListener::bind(("127.0.0.1", port)).expect("bind fake store"),
-            fault,
-        )
-    }
-
-    fn listen(listener: TcpListener, fault: Fault) -> FakeStore {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind fake store");
         let port = listener.local_addr().expect("fake store address").port();
         listener.set_nonblocking(true).expect("nonblocking");
         let connections = Arc::new(AtomicU64::new(0));
