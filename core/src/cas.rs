@@ -48,49 +48,75 @@ pub fn decode_u64(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(buf)
 }
 
+/// Compare-and-swap attempts per update before giving up. Each conflict
+/// means another worker's write landed, so 32 in a row only happens under a
+/// storm; giving up then (each caller says what that means for it) beats
+/// spinning on the request path.
+pub const MAX_TRIES: u32 = 32;
+
+/// What one attempt of [`update`] decided about the bytes it read.
+pub enum Cas<T> {
+    /// Leave the value alone: `T` is the answer.
+    Keep(T),
+    /// Write these bytes if the value is unchanged since the read: `T` is
+    /// the answer once the write lands.
+    Write(Vec<u8>, T),
+}
+
+/// Runs `attempt` until it gives an answer, at most [`MAX_TRIES`] times;
+/// `None` after that many conflicts. An attempt reads what it needs,
+/// decides, and returns `None` when its compare-and-swap lost a race.
+pub fn retry<T>(mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
+    (0..MAX_TRIES).find_map(|_| attempt())
+}
+
+/// Reads the bytes under `key`, lets `f` decide, and writes its bytes back
+/// by compare-and-swap, re-reading on a conflict (see [`retry`]).
+pub fn update<S: CasStore + ?Sized, T>(
+    store: &S,
+    key: &str,
+    mut f: impl FnMut(&[u8]) -> Cas<T>,
+) -> Option<T> {
+    retry(|| {
+        let (current, version) = store.get(key);
+        match f(&current) {
+            Cas::Keep(answer) => Some(answer),
+            Cas::Write(next, answer) => {
+                store.compare_and_set(key, &next, version).then_some(answer)
+            }
+        }
+    })
+}
+
 /// Applies `f` to the u64 under `key` by compare-and-swap; `f` returning
 /// `None` leaves it alone. Returns the value written (or the one that made `f`
-/// say no), after a bounded number of conflicts gives up with `None`.
+/// say no); `None` after [`MAX_TRIES`] conflicts.
 pub fn update_u64<S: CasStore + ?Sized>(
     store: &S,
     key: &str,
     f: impl Fn(u64) -> Option<u64>,
 ) -> Option<Result<u64, u64>> {
-    // Workers rarely collide on one key twice in a row; 16 tries is plenty and
-    // keeps a pathological storm from spinning a request forever.
-    for _ in 0..16 {
-        let (current, version) = read_u64(store, key);
+    update(store, key, |bytes| {
+        let current = decode_u64(bytes);
         match f(current) {
-            None => return Some(Err(current)),
-            Some(next) => {
-                if store.compare_and_set(key, &next.to_le_bytes(), version) {
-                    return Some(Ok(next));
-                }
-            }
+            None => Cas::Keep(Err(current)),
+            Some(next) => Cas::Write(next.to_le_bytes().to_vec(), Ok(next)),
         }
-    }
-    None
+    })
 }
 
 /// Replaces the bytes under `key` with `f(current)` by compare-and-swap;
-/// `None` from `f` leaves them alone. False after a bounded number of conflicts.
+/// `None` from `f` leaves them alone. False after [`MAX_TRIES`] conflicts.
 pub fn update_bytes<S: CasStore + ?Sized>(
     store: &S,
     key: &str,
     f: impl Fn(&[u8]) -> Option<Vec<u8>>,
 ) -> bool {
-    for _ in 0..16 {
-        let (current, version) = store.get(key);
-        match f(&current) {
-            None => return false,
-            Some(next) => {
-                if store.compare_and_set(key, &next, version) {
-                    return true;
-                }
-            }
-        }
-    }
-    false
+    update(store, key, |current| match f(current) {
+        None => Cas::Keep(false),
+        Some(next) => Cas::Write(next, true),
+    })
+    .unwrap_or(false)
 }
 
 /// A [`CasStore`] in memory with the host's semantics, for tests.
@@ -239,6 +265,35 @@ mod tests {
         assert_eq!(decode_u64(&[]), 0);
         assert_eq!(decode_u64(&[1, 2]), 0);
         assert_eq!(decode_u64(&7u64.to_le_bytes()), 7);
+    }
+
+    /// Every compare-and-swap conflicts.
+    struct Conflicting(MapStore);
+
+    impl CasStore for Conflicting {
+        fn get(&self, key: &str) -> (Vec<u8>, u32) {
+            self.0.get(key)
+        }
+        fn compare_and_set(&self, _: &str, _: &[u8], _: u32) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn update_gives_up_after_max_tries_conflicts() {
+        let store = Conflicting(MapStore::new());
+        let mut tries = 0;
+        let answer = update(&store, "k", |_| {
+            tries += 1;
+            Cas::Write(b"x".to_vec(), ())
+        });
+        assert_eq!(answer, None);
+        assert_eq!(tries, MAX_TRIES);
+        assert_eq!(
+            update(&store, "k", |_| Cas::Keep(7)),
+            Some(7),
+            "a keep needs no write"
+        );
     }
 
     #[test]
