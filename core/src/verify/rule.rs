@@ -14,15 +14,6 @@ pub enum Encoding {
     Base64,
 }
 
-impl Encoding {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Encoding::Hex => "hex",
-            Encoding::Base64 => "base64",
-        }
-    }
-}
-
 /// Which headers a Standard Webhooks delivery uses: `webhook-*` or Svix's `svix-*`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Family {

@@ -292,6 +292,76 @@ fn standard_webhooks_reads_several_signatures_and_needs_all_three_headers() {
     }
 }
 
+/// An empty HMAC key would let anyone sign: `whsec_` with nothing after it
+/// is refused, not read as the empty key.
+#[test]
+fn whsec_with_an_empty_key_is_refused() {
+    for name in ["standard_webhooks", "svix"] {
+        let scheme = preset(name);
+        assert!(scheme.key("whsec_").is_err(), "{name}");
+        assert!(scheme.key("whsec_AAAA").is_ok(), "{name}");
+    }
+}
+
+/// A repeated `t=` is read once, the first: the signature binds that one.
+#[test]
+fn stripe_reads_the_first_timestamp_of_a_repeated_t() {
+    let stripe = preset("stripe");
+    let first = format!("t=1700000000,t=1700000999,v1={STRIPE_V1}");
+    let last = format!("t=1700000999,t=1700000000,v1={STRIPE_V1}");
+    for (value, want) in [(first, Ok(())), (last, Err(Refusal::BadSignature))] {
+        assert_eq!(
+            check(
+                &stripe,
+                &[STRIPE_SECRET],
+                &[("stripe-signature", &value)],
+                STRIPE_BODY,
+                1_700_000_000
+            ),
+            want,
+            "{value}"
+        );
+    }
+}
+
+/// At most eight `v1` entries are read from one header: each costs an HMAC
+/// per configured secret inside Envoy. A valid ninth entry is never reached.
+#[test]
+fn stripe_reads_at_most_eight_v1_entries() {
+    let stripe = preset("stripe");
+    let other = "0".repeat(64);
+    let header = |before: usize| {
+        let mut value = String::from("t=1700000000");
+        for _ in 0..before {
+            value.push_str(&format!(",v1={other}"));
+        }
+        value.push_str(&format!(",v1={STRIPE_V1}"));
+        value
+    };
+    let eighth = header(7);
+    let ninth = header(8);
+    assert_eq!(
+        check(
+            &stripe,
+            &[STRIPE_SECRET],
+            &[("stripe-signature", &eighth)],
+            STRIPE_BODY,
+            1_700_000_000
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        check(
+            &stripe,
+            &[STRIPE_SECRET],
+            &[("stripe-signature", &ninth)],
+            STRIPE_BODY,
+            1_700_000_000
+        ),
+        Err(Refusal::BadSignature)
+    );
+}
+
 #[test]
 fn whsec_keys_must_be_base64_and_the_error_hides_the_value() {
     let sw = preset("standard_webhooks");
