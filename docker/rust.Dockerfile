@@ -11,7 +11,7 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
 # One build serves the three targets below (same stage, so Docker builds it once).
-RUN cargo build --release --locked -p ankusa-store -p ankusa-tests --bin ankusa-store --bin intake --bin mock-provider \
+RUN cargo build --release --locked -p ankusa-store -p ankusa-tools --bin ankusa-store --bin intake --bin mock-provider \
  && mkdir -p /out \
  && cp target/release/ankusa-store target/release/intake target/release/mock-provider /out/
 

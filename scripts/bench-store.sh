@@ -22,7 +22,7 @@ STORE_THREADS=${STORE_THREADS:-1}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 cargo build --release -p ankusa-store --bins >&2
-cargo build --release -p ankusa-tests --bin load >&2
+cargo build --release -p ankusa-tools --bin load >&2
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

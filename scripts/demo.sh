@@ -40,7 +40,7 @@ bash scripts/setup.sh
 
 say "build: the filter (wasm32-wasip1, release), the store, intake, mock-provider and fleet"
 cargo build -q -p ankusa-filter --target wasm32-wasip1 --release
-cargo build -q -p ankusa-store -p ankusa-tests --bins
+cargo build -q -p ankusa-store -p ankusa-tools --bins
 # The binaries just built, whatever else target/ holds.
 export ANKUSA_PROFILE=debug
 bin=target/debug

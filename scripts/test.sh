@@ -24,7 +24,7 @@ step "promtool: alert rules, scrape config, dashboard queries"
 promtool check rules deploy/prometheus/alerts.yml
 promtool test rules deploy/prometheus/alerts.test.yml
 promtool check config deploy/prometheus/prometheus.yml
-cargo test -q -p ankusa-tests --test dashboards
+cargo test -q -p ankusa-tests --test e2e dashboards::
 
 step "build: binaries, the filter and the benchmark's floor filters"
 cargo build --workspace --bins

@@ -1,4 +1,4 @@
-//! The sample intake (`intake` from ankusa-tests) on a free port: the upstream
+//! The sample intake (`intake` from ankusa-tools) on a free port: the upstream
 //! every edge in a test forwards admitted hooks to.
 
 use crate::ports::free_port;

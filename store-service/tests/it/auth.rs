@@ -286,7 +286,7 @@ fn the_redis_password_never_reaches_the_log() {
 /// Attack 1: a `promote` for an event key never delivered. Before, it was
 /// applied, and the real delivery was then answered as a duplicate of a hook
 /// nobody stored. The end-to-end half is `forged_promote_…` in
-/// `tests/tests/edge_auth.rs`.
+/// `tests/e2e/edge_auth.rs`.
 #[test]
 fn attack_a_forged_promote_is_refused_and_writes_nothing() {
     let redis = Redis::start();
