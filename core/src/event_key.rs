@@ -115,13 +115,9 @@ pub fn normalize_key(raw: impl AsRef<[u8]>) -> Option<String> {
     if let Some(key) = as_is(raw) {
         return Some(key.to_string());
     }
-    let digest = Sha256::digest(raw);
     let mut key = String::with_capacity(HASHED_PREFIX.len() + 64);
     key.push_str(HASHED_PREFIX);
-    for byte in digest {
-        key.push(char::from(HEX[usize::from(byte >> 4)]));
-        key.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
+    key.push_str(&hex::encode(Sha256::digest(raw)));
     Some(key)
 }
 
@@ -135,8 +131,6 @@ fn as_is(raw: &[u8]) -> Option<&str> {
     // Printable ASCII is UTF-8, so this never fails when `fits`.
     fits.then(|| std::str::from_utf8(raw).ok()).flatten()
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 #[cfg(test)]
 mod tests;

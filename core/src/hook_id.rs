@@ -10,9 +10,8 @@
 /// Random bytes one id consumes.
 pub const RANDOM_BYTES: usize = 10;
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
-/// Where the text form has a hyphen.
-const HYPHENS: [usize; 4] = [8, 13, 18, 23];
+use uuid::{Builder, Uuid, Variant};
+
 const TEXT_LEN: usize = 36;
 /// Unix ms past 2^48 (year 10889) wrap; the id stays well-formed.
 const MS_MASK: u64 = (1 << 48) - 1;
@@ -69,50 +68,26 @@ fn permute(x: u64, key: u64) -> u64 {
 
 /// A UUIDv7 in lowercase 8-4-4-4-12 form.
 pub fn hook_id(unix_ms: u64, random: [u8; RANDOM_BYTES]) -> String {
-    let ms = (unix_ms & MS_MASK).to_be_bytes();
-    let mut bytes = [0u8; 16];
-    bytes[..6].copy_from_slice(&ms[2..]);
-    bytes[6] = 0x70 | (random[0] & 0x0f);
-    bytes[7] = random[1];
-    bytes[8] = 0x80 | (random[2] & 0x3f);
-    bytes[9..].copy_from_slice(&random[3..]);
-    let mut text = String::with_capacity(TEXT_LEN);
-    for (i, byte) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            text.push('-');
-        }
-        text.push(char::from(HEX[usize::from(byte >> 4)]));
-        text.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    text
+    Builder::from_unix_timestamp_millis(unix_ms & MS_MASK, &random)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
 }
 
 /// The unix ms a UUIDv7 was made at; None unless `id` is a well-formed
-/// version-7, variant-10 UUID (either case — an upstream may echo it back uppercased).
+/// version-7, variant-10 UUID in 8-4-4-4-12 form (either case — an upstream
+/// may echo it back uppercased).
 pub fn unix_ms_of(id: &str) -> Option<u64> {
-    let text = id.as_bytes();
-    if text.len() != TEXT_LEN {
+    // 36 characters is the hyphenated form alone (simple is 32, braced 38).
+    if id.len() != TEXT_LEN {
         return None;
     }
-    let mut digits = Vec::with_capacity(32);
-    for (i, &c) in text.iter().enumerate() {
-        if HYPHENS.contains(&i) {
-            if c != b'-' {
-                return None;
-            }
-        } else {
-            digits.push(char::from(c).to_digit(16)?);
-        }
-    }
-    // Digit 12 is the version nibble; digit 16's top two bits are the variant.
-    if digits[12] != 7 || digits[16] >> 2 != 0b10 {
+    let uuid = Uuid::try_parse(id).ok()?;
+    if uuid.get_version_num() != 7 || uuid.get_variant() != Variant::RFC4122 {
         return None;
     }
-    Some(
-        digits[..12]
-            .iter()
-            .fold(0u64, |ms, &d| (ms << 4) | u64::from(d)),
-    )
+    let (secs, nanos) = uuid.get_timestamp()?.to_unix();
+    Some(secs * 1_000 + u64::from(nanos) / 1_000_000)
 }
 
 #[cfg(test)]

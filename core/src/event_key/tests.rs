@@ -1,4 +1,6 @@
 use super::*;
+
+const HEX: &[u8] = b"0123456789abcdef";
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 

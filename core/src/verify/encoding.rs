@@ -5,21 +5,7 @@ use base64::Engine;
 
 /// Lower- or upper-case hex; None if any byte isn't a hex digit or the length is odd.
 pub fn hex(text: &[u8]) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    text.chunks(2)
-        .map(|pair| Some(nibble(pair[0])? << 4 | nibble(pair[1])?))
-        .collect()
-}
-
-fn nibble(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
+    hex::decode(text).ok()
 }
 
 /// Standard base64 with padding, as Shopify and Standard Webhooks write it.
@@ -29,13 +15,7 @@ pub fn base64(text: &[u8]) -> Option<Vec<u8>> {
 
 /// Lower-case hex of `bytes` (for signing in tests and the mock provider).
 pub fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    out
+    hex::encode(bytes)
 }
 
 /// Standard base64 of `bytes`.
