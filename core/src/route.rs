@@ -7,7 +7,6 @@
 //! Anything else is not ours: the filter answers 404.
 
 use crate::config::{is_valid_id, Config, Source, MAX_ID_LEN};
-use std::fmt;
 
 const PREFIX: &str = "/webhooks/";
 
@@ -21,15 +20,21 @@ pub struct Route<'c> {
 
 /// Why a path is not a configured webhook endpoint. Values taken from the
 /// path are cut to [`MAX_ID_LEN`] bytes, so a long path can't flood a reply or log.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum RouteError {
     /// Not `/webhooks/{source}` or `/webhooks/{tenant}/{source}`.
+    #[error(
+        "not a webhook path: expected /webhooks/{{tenant}}/{{source}} or /webhooks/{{source}}"
+    )]
     NotWebhookPath,
     /// No source has this id.
+    #[error("unknown source {0:?}")]
     UnknownSource(String),
     /// The tenant segment is not 1 to 64 characters of `[A-Za-z0-9_-]`.
+    #[error("invalid tenant {0:?}: expected 1 to {MAX_ID_LEN} characters of [A-Za-z0-9_-]")]
     InvalidTenant(String),
     /// The path's tenant is not one the source accepts.
+    #[error("{}", mismatch(source_id, source_tenant.as_deref(), path_tenant.as_deref()))]
     TenantMismatch {
         source_id: String,
         /// The tenant the source's config names (None: it names none).
@@ -39,40 +44,14 @@ pub enum RouteError {
     },
 }
 
-impl fmt::Display for RouteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RouteError::NotWebhookPath => {
-                write!(f, "not a webhook path: expected /webhooks/{{tenant}}/{{source}} or /webhooks/{{source}}")
-            }
-            RouteError::UnknownSource(id) => write!(f, "unknown source {id:?}"),
-            RouteError::InvalidTenant(t) => {
-                write!(
-                    f,
-                    "invalid tenant {t:?}: expected 1 to {MAX_ID_LEN} characters of [A-Za-z0-9_-]"
-                )
-            }
-            RouteError::TenantMismatch {
-                source_id,
-                source_tenant,
-                path_tenant,
-            } => match (source_tenant, path_tenant) {
-                (Some(own), Some(asked)) => {
-                    write!(
-                        f,
-                        "source {source_id:?} belongs to tenant {own:?}, not {asked:?}"
-                    )
-                }
-                _ => write!(
-                    f,
-                    "source {source_id:?} names no tenant: use /webhooks/{{tenant}}/{source_id}"
-                ),
-            },
+fn mismatch(source_id: &str, source_tenant: Option<&str>, path_tenant: Option<&str>) -> String {
+    match (source_tenant, path_tenant) {
+        (Some(own), Some(asked)) => {
+            format!("source {source_id:?} belongs to tenant {own:?}, not {asked:?}")
         }
+        _ => format!("source {source_id:?} names no tenant: use /webhooks/{{tenant}}/{source_id}"),
     }
 }
-
-impl std::error::Error for RouteError {}
 
 /// Resolves `path` (an HTTP `:path`; the query string is ignored). One
 /// trailing slash is tolerated; empty segments are not.
