@@ -109,6 +109,7 @@ admins=$(field admins)
 store=$(field store)
 intake=$(field intake)
 echo "edges $edges | admins $admins | store $store | intake $intake | redis $(field redis)"
+echo "the edges hold the store's edge token; its operator token (to change overrides) is in $(field operator_token_file)"
 
 say "traffic: mock-provider, $EVENTS GitHub events at $RATE/s, ${REDELIVER} redelivered to the other edge, ${FORGE} also forged"
 status=0

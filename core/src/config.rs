@@ -324,15 +324,8 @@ impl Config {
     }
 }
 
-/// A source id or tenant name: 1 to 64 bytes of `[A-Za-z0-9_-]` (it is a URL
-/// path segment, so no dots: `..` must never name anything).
-pub fn is_valid_id(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_ID_LEN
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+/// A source id or tenant name: the one rule of [`crate::limits::is_valid_id`].
+pub use crate::limits::is_valid_id;
 
 fn check_id(field: &str, name: &str, what: &str) -> Result<(), ConfigError> {
     if is_valid_id(name) {

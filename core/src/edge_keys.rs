@@ -11,8 +11,6 @@ pub const BUCKET_PREFIX: &str = "ankusa:nb:";
 pub const BREAKER_KEY: &str = "ankusa:breaker";
 /// The last configuration's tenant limits (JSON), to spot a reload that changed one.
 pub const LIMITS_KEY: &str = "ankusa:limits";
-/// Tenants whose fleet buckets the store should forget (JSON array), sent from a tick.
-pub const RESETS_KEY: &str = "ankusa:resets";
 /// When the degraded warning was last logged (ms, u64 LE): once a minute node-wide.
 pub const WARNED_KEY: &str = "ankusa:warned";
 /// The settle shared queue's name (one per `vm_id`).
@@ -30,10 +28,9 @@ pub const LIST_STAMP_KEY: &str = "ankusa:overrides:stamp";
 pub const LIST_LEASE_KEY: &str = "ankusa:overrides:lease";
 
 /// Every fixed key (the bucket ring aside).
-pub const FIXED: [&str; 9] = [
+pub const FIXED: [&str; 8] = [
     BREAKER_KEY,
     LIMITS_KEY,
-    RESETS_KEY,
     WARNED_KEY,
     DEPTH_KEY,
     LEASE_KEY,

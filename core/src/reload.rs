@@ -2,13 +2,17 @@
 //!
 //! Every root context of the filter runs `on_configure` on a reload; the first to see new
 //! limits (by compare-and-swap on the last configuration's limits) resets the
-//! changed tenants' node buckets and leaves their names for a tick to send to
-//! the store (`POST /v1/reset`, best effort): Envoy's canary VM runs
-//! `on_configure` first and never ticks, so it can't make the call itself.
+//! changed tenants' node buckets.
+//!
+//! The store's fleet buckets are not reset: an edge token may not reset
+//! (`/v1/reset` is an operator's), and nothing needs it. A fleet bucket holds
+//! a level in units, and every hit carries the quota it is charged against,
+//! so a new limit holds from the next hit: a raised burst has its room at
+//! once, a lowered one finds a fuller bucket full and drains it at the new rate.
 
-use crate::cas::{update_bytes, CasStore};
-use crate::config::{Config, Limits, Scope};
-use crate::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, LIMITS_KEY, RESETS_KEY};
+use crate::cas::CasStore;
+use crate::config::{Config, Limits};
+use crate::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, LIMITS_KEY};
 use crate::node_buckets::NodeBuckets;
 use std::collections::BTreeMap;
 
@@ -54,8 +58,7 @@ pub fn changed_tenants(
 }
 
 /// On a reload, the first root context to see new limits resets the changed
-/// tenants' node buckets and queues a store reset for a tick to send (the
-/// canary that runs `on_configure` first never ticks).
+/// tenants' node buckets; the tenants it reset.
 pub fn note_limit_changes<S: CasStore>(store: &S, config: &Config) -> Vec<String> {
     let new = limits_map(config);
     let Ok(new_bytes) = serde_json::to_vec(&new) else {
@@ -73,26 +76,7 @@ pub fn note_limit_changes<S: CasStore>(store: &S, config: &Config) -> Vec<String
     for t in &tenants {
         buckets.reset(t);
     }
-    if !tenants.is_empty() && config.rate_limits.scope == Scope::Fleet {
-        let _ = update_bytes(store, RESETS_KEY, |pending| {
-            let mut list: Vec<String> = serde_json::from_slice(pending).unwrap_or_default();
-            list.extend(tenants.iter().cloned());
-            list.sort();
-            list.dedup();
-            serde_json::to_vec(&list).ok()
-        });
-    }
     tenants
-}
-
-/// Takes the tenants left for a store reset (empties the list): the one
-/// worker whose compare-and-swap wins sends them.
-pub fn take_resets<S: CasStore>(store: &S) -> Vec<String> {
-    let (bytes, version) = store.get(RESETS_KEY);
-    if bytes.is_empty() || !store.compare_and_set(RESETS_KEY, &[], version) {
-        return Vec::new();
-    }
-    serde_json::from_slice(&bytes).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -402,8 +402,9 @@ fn published(block: &[String]) -> Vec<Published> {
 }
 
 /// The store publishes nothing, the Envoy admin and the intake's listing
-/// only on the host's loopback; the token comes from a Compose secret and
-/// no token literal sits in the file.
+/// only on the host's loopback; the tokens come from Compose secrets (the
+/// edges get the edge token only, the operator token stays in the store)
+/// and no token literal sits in the file.
 #[test]
 fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token() {
     let raw = std::fs::read_to_string(workspace_root().join("docker-compose.yml"))
@@ -414,14 +415,18 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
             !lower.contains("bearer") && !lower.contains("authorization"),
             "a credential in docker-compose.yml: {line}"
         );
-        // ANKUSA_STORE_TOKEN, _TOKENS or _TOKEN_FILE may only be given a
-        // value read from the secret.
-        for (at, _) in line.match_indices("ANKUSA_STORE_TOKEN") {
-            let rest = &line[at + "ANKUSA_STORE_TOKEN".len()..];
-            let rest = rest
-                .strip_prefix("S")
-                .or_else(|| rest.strip_prefix("_FILE"))
-                .unwrap_or(rest);
+        // A store token variable (ANKUSA_STORE_TOKEN, ANKUSA_STORE_EDGE_TOKEN_FILE,
+        // ANKUSA_STORE_OPERATOR_TOKENS, …) may only be given a value read
+        // from a secret.
+        for (at, _) in line.match_indices("ANKUSA_STORE_") {
+            let rest = &line[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let (name, rest) = rest.split_at(end);
+            if !name.contains("TOKEN") {
+                continue;
+            }
             if let Some(value) = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':')) {
                 assert!(
                     value.contains("/run/secrets/"),
@@ -446,13 +451,16 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
     let blocks = service_blocks(&yaml);
     let store = &blocks["store"];
     assert_eq!(published(store), [], "the store publishes a port");
-    assert!(
-        store
-            .iter()
-            .any(|l| l.trim() == "ANKUSA_STORE_TOKEN_FILE: /run/secrets/store_token"),
-        "the store reads its tokens from the secret:\n{}",
-        store.join("\n")
-    );
+    for line in [
+        "ANKUSA_STORE_EDGE_TOKEN_FILE: /run/secrets/store_edge_token",
+        "ANKUSA_STORE_OPERATOR_TOKEN_FILE: /run/secrets/store_operator_token",
+    ] {
+        assert!(
+            store.iter().any(|l| l.trim() == line),
+            "the store reads its tokens from the secrets ({line}):\n{}",
+            store.join("\n")
+        );
+    }
     for name in ["edge-1", "edge-2"] {
         let ports = published(&blocks[name]);
         let admin: Vec<&Published> = ports.iter().filter(|p| p.target == 9901).collect();
@@ -465,8 +473,15 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
         assert!(
             blocks[name]
                 .iter()
-                .any(|l| l.trim() == "- source: store_token"),
-            "{name} gets the store token secret"
+                .any(|l| l.trim() == "- source: store_edge_token"),
+            "{name} gets the store's edge token secret"
+        );
+        assert!(
+            !blocks[name]
+                .iter()
+                .any(|l| l.contains("store_operator_token")),
+            "{name} gets the operator token:\n{}",
+            blocks[name].join("\n")
         );
     }
     for p in published(&blocks["intake"]) {

@@ -2,8 +2,10 @@
 //! edges present the token they get from Envoy's environment (and it shows
 //! nowhere Envoy prints its config), an edge without it is answered 401 and
 //! falls back to its own buckets, and a forged promote sent straight to the
-//! store no longer turns a real delivery into a `duplicate` nobody stored.
+//! store — with no token, or with the edge token every edge holds — no
+//! longer turns a real delivery into a `duplicate` nobody stored.
 
+use ankusa_core::verify::{body_mac, Encoding};
 use ankusa_testkit::envoy::{Edge, EdgeSpec};
 use ankusa_testkit::http::request;
 use ankusa_testkit::intake::Intake;
@@ -59,6 +61,108 @@ fn forged_promote_is_refused_and_the_real_delivery_is_stored() {
             .any(|h| h["event_key"] == "forged-1" && h["id"] == id.as_str())),
         "the intake never stored the real delivery: {:?}",
         intake.hooks()
+    );
+    assert_eq!(edge.stat("ankusa_fleet_fallback_total"), 0.0);
+}
+
+/// The same attack with the edge token, which every edge holds and which may
+/// settle: before a settle checked who holds the claim, the promote
+/// committed the never-claimed key and the real, correctly signed delivery
+/// was answered `201 {"duplicate":true}` and never stored. Now the promote
+/// changes nothing; nor may the token lift the tenant's quota or reset it.
+#[test]
+fn an_edge_tokens_promote_of_a_key_never_held_leaves_the_signed_delivery_to_be_stored() {
+    const SECRET_ENV: &str = "ANKUSA_T_ROLES_GH";
+    const SECRET: &str = "roles-gh-signing-secret";
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let mut config = fleet_config(100, 5);
+    config["sources"]["gh"]["verify"] = json!({"scheme": "github", "secret_env": SECRET_ENV});
+    let mut spec = EdgeSpec::new("edge-a", intake.port, store.port, config);
+    spec.vm_env = vec![(SECRET_ENV.to_string(), SECRET.to_string())];
+    let edge = Edge::start(spec);
+
+    let bearer = format!("Bearer {}", run_token());
+    let as_edge = |method: &str, path: &str, body: &serde_json::Value| {
+        request(
+            method,
+            &store.url_of(path),
+            &[
+                ("content-type", "application/json"),
+                ("authorization", bearer.as_str()),
+            ],
+            body.to_string().as_bytes(),
+            Duration::from_secs(10),
+        )
+        .expect("the store answers")
+    };
+    let forged_id = "01a22a58-b525-7a36-ac16-fe50dd6137bd";
+    let forged = json!({"ops": [{"op": "promote", "hook_id": forged_id, "claim": {
+        "tenant": "acme", "source_id": "gh", "key": "forged-2", "hook_id": forged_id,
+        "node": "edge-a", "ttl_ms": 259_200_000u64, "pending_ttl_ms": 30_000}}]});
+    let attack = as_edge("POST", "/v1/settle", &forged);
+    assert_eq!(attack.status, 200, "{}", attack.text());
+    assert_eq!(redis.cli(&["EXISTS", &claim_key("forged-2")]), "0");
+    assert_eq!(
+        store.metric(r#"ankusa_store_settle_skipped_total{op="promote",why="free"}"#),
+        1.0
+    );
+    let lift = as_edge(
+        "PUT",
+        "/v1/overrides/acme",
+        &json!({"rate": 1_000_000, "burst": 1_000_000}),
+    );
+    assert_eq!(
+        (lift.status, lift.json()["error"].clone()),
+        (403, json!("forbidden")),
+        "{}",
+        lift.text()
+    );
+    let reset = as_edge("POST", "/v1/reset", &json!({"tenant": "acme"}));
+    assert_eq!(reset.status, 403, "{}", reset.text());
+    assert_eq!(redis.cli(&["EXISTS", "ankusa:{acme}:override"]), "0");
+
+    let body = json!({"delivery": "forged-2"}).to_string();
+    let signature = body_mac::sign(SECRET.as_bytes(), "sha256=", Encoding::Hex, body.as_bytes());
+    let delivered = edge
+        .post(
+            "/webhooks/gh",
+            &[
+                ("content-type", "application/json"),
+                ("x-github-delivery", "forged-2"),
+                ("x-hub-signature-256", &signature),
+            ],
+            body.as_bytes(),
+        )
+        .expect("the edge answers");
+    assert_eq!(delivered.status, 201, "{}", delivered.text());
+    assert_eq!(
+        delivered.json()["duplicate"],
+        json!(null),
+        "{}",
+        delivered.text()
+    );
+    let id = delivered.json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_ne!(id, forged_id);
+    assert!(
+        eventually(Duration::from_secs(10), || intake
+            .hooks()
+            .iter()
+            .any(|h| h["event_key"] == "forged-2" && h["id"] == id.as_str())),
+        "the intake never stored the real delivery: {:?}",
+        intake.hooks()
+    );
+    // Its own settle commits it: a redelivery is now the duplicate.
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["GET", &claim_key("forged-2")])
+            == format!("c:{id}")),
+        "{}",
+        redis.cli(&["GET", &claim_key("forged-2")])
     );
     assert_eq!(edge.stat("ankusa_fleet_fallback_total"), 0.0);
 }

@@ -1,6 +1,8 @@
 //! The `fleet` command as a user runs it: READY once everything answers, and a
 //! signal leaves no process and no port behind — twice on the same ports. A
 //! part that dies, or a start-up that fails, takes the rest down with it.
+//! The signing secrets reach the edges only, and the store's operator token
+//! is in a file READY names, never in an edge.
 
 use ankusa_testkit::ports::is_listening;
 use ankusa_tools::fleet::{child_pids, is_alive, Ports};
@@ -50,9 +52,15 @@ fn wait_exit(child: &mut Child) -> ExitStatus {
 
 /// Starts `fleet` and returns it with the JSON of its READY line.
 fn start(base: u16, extra: &[&str]) -> (Child, serde_json::Value) {
+    start_with_env(base, extra, &[])
+}
+
+/// [`start`] with `env` added to the fleet's environment.
+fn start_with_env(base: u16, extra: &[&str], env: &[(&str, &str)]) -> (Child, serde_json::Value) {
     let mut child = Command::new(ankusa_testkit::paths::workspace_bin("fleet"))
         .args(["--edges", "2", "--base-port", &base.to_string()])
         .args(extra)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
         .expect("start fleet");
@@ -210,4 +218,93 @@ fn a_busy_port_is_refused_before_anything_starts() {
         err.contains(&format!("port {} (intake)", base + 2)),
         "{err}"
     );
+}
+
+/// `NAME=value` pairs of a process's environment, from `/proc`.
+fn environ(pid: u64) -> Vec<(String, String)> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ"))
+        .unwrap_or_else(|e| panic!("read /proc/{pid}/environ: {e}"));
+    raw.split(|b| *b == 0)
+        .filter_map(|kv| {
+            let kv = String::from_utf8_lossy(kv);
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn secrets_go_to_the_edges_only_and_the_operator_token_to_a_file() {
+    const SECRET_ENV: &str = "ANKUSA_T_FLEET_GH_SECRET";
+    const SECRET: &str = "fleet-cli-signing-secret";
+    let base = free_base(2);
+    let (mut child, json) =
+        start_with_env(base, &["--vm-env", SECRET_ENV], &[(SECRET_ENV, SECRET)]);
+    let pids: Vec<u64> = json["pids"]
+        .as_array()
+        .expect("pids")
+        .iter()
+        .filter_map(|p| p.as_u64())
+        .collect();
+    // READY lists Redis, the store and the intake, then the edges.
+    assert_eq!(pids.len(), 5, "{json}");
+    // Findings are gathered and the fleet stopped before any is asserted, so
+    // a failure leaves no process behind.
+    let mut wrong = Vec::new();
+    let file = std::path::PathBuf::from(json["operator_token_file"].as_str().unwrap_or_default());
+    let operator = std::fs::read_to_string(&file).unwrap_or_default();
+    let operator = operator.trim().to_string();
+    if operator.len() < 16 {
+        wrong.push(format!("no operator token in {}", file.display()));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).map_or(0o777, |m| m.permissions().mode());
+    if mode & 0o077 != 0 {
+        wrong.push(format!(
+            "{} is readable by others ({mode:o})",
+            file.display()
+        ));
+    }
+    let mut edge_tokens = Vec::new();
+    for (i, pid) in pids.iter().enumerate() {
+        let env = environ(*pid);
+        let has_secret = env.iter().any(|(k, v)| k == SECRET_ENV || v == SECRET);
+        let holds_operator = !operator.is_empty() && env.iter().any(|(_, v)| v.contains(&operator));
+        if i < 3 {
+            if has_secret {
+                wrong.push(format!("child {i} (pid {pid}) got the signing secret"));
+            }
+            continue;
+        }
+        if !env.iter().any(|(k, v)| k == SECRET_ENV && v == SECRET) {
+            wrong.push(format!("edge {i} (pid {pid}) lacks the signing secret"));
+        }
+        if holds_operator {
+            wrong.push(format!("edge {i} (pid {pid}) holds the operator token"));
+        }
+        match env.iter().find(|(k, _)| k == "ANKUSA_STORE_TOKEN") {
+            Some((_, token)) => edge_tokens.push(token.clone()),
+            None => wrong.push(format!("edge {i} (pid {pid}) has no store token")),
+        }
+    }
+    // The operator token changes overrides; the edges' token may not.
+    let call = |token: &str| {
+        ankusa_testkit::http::request(
+            "PUT",
+            &format!(
+                "{}/v1/overrides/acme",
+                json["store"].as_str().unwrap_or_default()
+            ),
+            &[("authorization", &format!("Bearer {token}"))],
+            br#"{"rate": 5, "burst": 10, "ttl_ms": 60000}"#,
+            Duration::from_secs(10),
+        )
+        .map_or(0, |r| r.status)
+    };
+    let edge_token = edge_tokens.first().cloned().unwrap_or_default();
+    let statuses = (call(&edge_token), call(&operator));
+    signal(child.id(), "TERM");
+    assert_eq!(wait_exit(&mut child).code(), Some(0));
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_eq!(statuses, (403, 200), "edge token, operator token");
 }

@@ -276,14 +276,15 @@ pub fn claim_key(delivery: &str) -> String {
     format!("ankusa:{{acme}}:claim:gh:{delivery}")
 }
 
-/// `method` on the store's `path` with the run's bearer token, as an edge sends it.
+/// `method` on the store's `path` with the run's operator token (what
+/// changing an override needs; the edges hold only the edge token).
 pub fn store_call(
     store: &ankusa_testkit::store::Store,
     method: &str,
     path: &str,
     body: &str,
 ) -> Response {
-    let bearer = format!("Bearer {}", ankusa_testkit::token::run_token());
+    let bearer = format!("Bearer {}", ankusa_testkit::token::operator_token());
     http::request(
         method,
         &store.url_of(path),

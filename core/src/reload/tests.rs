@@ -58,10 +58,7 @@ fn config(scope: &str, acme_burst: u64) -> Config {
 fn store() -> MapStore {
     let store = MapStore::new();
     let buckets = NodeBuckets::new(&store, BUCKET_PREFIX, BUCKET_SLOTS);
-    ensure_keys(
-        &store,
-        buckets.keys().chain([LIMITS_KEY.into(), RESETS_KEY.into()]),
-    );
+    ensure_keys(&store, buckets.keys().chain([LIMITS_KEY.into()]));
     store
 }
 
@@ -100,17 +97,4 @@ fn a_reload_that_changes_a_limit_resets_that_tenants_node_bucket_once() {
         note_limit_changes(&store, &config("node", 5)).is_empty(),
         "the other workers see no change"
     );
-    assert!(
-        store.get(RESETS_KEY).0.is_empty(),
-        "node scope asks the store nothing"
-    );
-}
-
-#[test]
-fn a_fleet_reload_leaves_the_tenants_for_the_store_reset() {
-    let store = store();
-    note_limit_changes(&store, &config("fleet", 1));
-    note_limit_changes(&store, &config("fleet", 2));
-    assert_eq!(take_resets(&store), ["acme"]);
-    assert!(take_resets(&store).is_empty(), "taken once");
 }

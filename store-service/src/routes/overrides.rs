@@ -17,8 +17,8 @@ use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::backend::Backend;
 use crate::errors::StoreError;
 use crate::keys;
+use ankusa_core::limits::is_valid_id;
 use ankusa_core::overrides::{Override, OverrideList, OverrideRequest};
-use ankusa_core::wire::is_valid_name;
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
 use std::sync::Arc;
@@ -44,12 +44,13 @@ fn observe(backend: &Backend, started: Instant) {
 /// The tenant of `/v1/overrides/<tenant>`, checked as a name.
 fn tenant_of(path: &str) -> Result<String, StoreError> {
     let tenant = path.trim_start_matches("/v1/overrides/");
-    if is_valid_name(tenant) {
+    if is_valid_id(tenant) {
         Ok(tenant.to_string())
     } else {
         Err(StoreError::BadRequest(format!(
-            "tenant: {tenant:?} is not 1 to {} characters of [A-Za-z0-9_.-]",
-            ankusa_core::wire::MAX_NAME_LEN
+            "tenant: {tenant:?} is not 1 to {} {}",
+            ankusa_core::wire::MAX_NAME_LEN,
+            ankusa_core::limits::ID_CHARS
         )))
     }
 }

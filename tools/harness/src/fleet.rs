@@ -13,6 +13,11 @@
 //!
 //! so `--base-port 20000 --edges 2` gives edges on 20010 and 20020, admins on
 //! 20011 and 20021. Without a base port every part gets a free port.
+//!
+//! The store gets two fresh tokens: the edge token, which every edge holds
+//! (hits, settles, reading overrides), and the operator token, which no edge
+//! holds and which is written to `operator.token` in the fleet's folder
+//! (named in `READY` as `operator_token_file`) for changing overrides by hand.
 
 use ankusa_testkit::envoy::{Edge, EdgeSpec};
 use ankusa_testkit::intake::Intake;
@@ -20,6 +25,7 @@ use ankusa_testkit::ports::{free_port, is_listening};
 use ankusa_testkit::process::scratch_dir;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
+use ankusa_testkit::token::operator_token;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -127,8 +133,11 @@ pub struct Fleet {
     pub store: Store,
     pub redis: Redis,
     pub ports: Ports,
-    /// Redis's and the intake's files.
+    /// Redis's and the intake's files, and the operator token's.
     pub dir: PathBuf,
+    /// The file holding the store's operator token (mode 0600), for calling
+    /// the overrides API by hand; the edges hold only the edge token.
+    pub operator_token_file: PathBuf,
 }
 
 impl Fleet {
@@ -156,6 +165,8 @@ impl Fleet {
             store.proc.log_tail()
         );
         let intake = Intake::start_on(ports.intake, &dir.join("intake"), &[]);
+        let operator_token_file = dir.join("operator.token");
+        write_secret(&operator_token_file, operator_token());
         let mut fleet = Fleet {
             edges: Vec::new(),
             intake,
@@ -163,6 +174,7 @@ impl Fleet {
             redis,
             ports: ports.clone(),
             dir,
+            operator_token_file,
         };
         // Spawn every Envoy first, then wait: their start-ups (V8 compiling the
         // filter) overlap instead of adding up.
@@ -199,6 +211,7 @@ impl Fleet {
             "nodes": self.edges.iter().map(|e| e.spec.node.clone()).collect::<Vec<_>>(),
             "pids": self.pids(),
             "dir": self.dir.display().to_string(),
+            "operator_token_file": self.operator_token_file.display().to_string(),
         })
     }
 
@@ -244,6 +257,20 @@ impl Fleet {
         self.store.proc.stop(Duration::from_secs(5));
         self.redis.proc.stop(Duration::from_secs(5));
     }
+}
+
+/// Writes `secret` to a new file only its owner may read.
+fn write_secret(path: &std::path::Path, secret: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(format!("{secret}\n").as_bytes()))
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
 }
 
 /// For a command that starts children and may end without running

@@ -66,6 +66,12 @@ fn spec(args: &Args) -> Result<FleetSpec, String> {
             _ => Err(format!("--vm-env {name}: not set in the environment")),
         })
         .collect::<Result<Vec<_>, String>>()?;
+    // The signing secrets go to the edges only (each edge is handed them
+    // explicitly): Redis, the store and the intake inherit this process's
+    // environment, so they leave it before any of them starts.
+    for (name, _) in &vm_env {
+        std::env::remove_var(name);
+    }
     Ok(FleetSpec {
         edges: args.edges,
         base_port: Some(args.base_port),
@@ -145,6 +151,12 @@ async fn run(spec: FleetSpec) -> i32 {
         "fleet: {} edge(s) up; logs under {}",
         fleet.edges.len(),
         fleet.dir.display()
+    );
+    eprintln!(
+        "fleet: the store's operator token (to change overrides: PUT/DELETE {}/v1/overrides/<tenant>) \
+         is in {}; the edges hold only the edge token",
+        fleet.store.url(),
+        fleet.operator_token_file.display()
     );
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "READY {ready}");
