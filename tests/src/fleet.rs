@@ -37,6 +37,9 @@ pub struct FleetSpec {
     pub concurrency: u32,
     /// Environment variables of every edge's filter VM (signing secrets), see [`EdgeSpec::vm_env`].
     pub vm_env: Vec<(String, String)>,
+    /// The intake obeys its test headers (benchmarks: `x-intake-status`);
+    /// never for a fleet a sender reaches.
+    pub obey_test_headers: bool,
 }
 
 impl FleetSpec {
@@ -47,6 +50,7 @@ impl FleetSpec {
             filter_config,
             concurrency: 2,
             vm_env: Vec::new(),
+            obey_test_headers: false,
         }
     }
 }
@@ -155,7 +159,12 @@ impl Fleet {
             "ankusa-store never reached Redis:\n{}",
             store.proc.log_tail()
         );
-        let intake = Intake::start_on(ports.intake, &dir.join("intake"), &[]);
+        let obey: &[&str] = if spec.obey_test_headers {
+            &[ankusa_testkit::intake::OBEY_TEST_HEADERS]
+        } else {
+            &[]
+        };
+        let intake = Intake::start_on(ports.intake, &dir.join("intake"), obey);
         let mut fleet = Fleet {
             edges: Vec::new(),
             intake,
