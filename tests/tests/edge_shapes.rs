@@ -182,22 +182,26 @@ fn build(source: &str, id: &str, forged: bool, len: usize) -> Request {
 }
 
 /// What an answer decided: its status, the error or duplicate mark, and
-/// whether the edge answered it or the upstream did.
+/// whether the edge answered it or the upstream did. The edge's own answers
+/// are its refusals and its duplicate; the intake answers a hook it stored
+/// (`{"status":"accepted","id":…}`) or a copy its own index caught (marked
+/// duplicate, with `x-ankusa-hook-id`). (Envoy's `x-envoy-upstream-service-time`
+/// can't tell: it is left out when the upstream answers before the router
+/// has seen the end of the sender's stream, as with trailers still on the way.)
 fn decision(sent: &Sent) -> String {
     let answer: &Answer = match sent {
         Ok(answer) => answer,
         Err(e) => return format!("no answer ({e})"),
     };
-    let by = if answer.header("x-envoy-upstream-service-time").is_some() {
-        "the upstream"
-    } else {
-        "the edge"
-    };
     let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
-    let mark = match (body["error"].as_str(), body["duplicate"].as_bool()) {
-        (Some(error), _) => format!(" {error}"),
-        (None, Some(true)) => " duplicate".to_string(),
-        _ => String::new(),
+    let (mark, by) = match (body["error"].as_str(), body["duplicate"].as_bool()) {
+        (Some(error), _) => (format!(" {error}"), "the edge"),
+        (None, Some(true)) if answer.header("x-ankusa-hook-id").is_none() => {
+            (" duplicate".to_string(), "the edge")
+        }
+        (None, Some(true)) => (" duplicate".to_string(), "the upstream"),
+        _ if body["status"] == "accepted" => (String::new(), "the upstream"),
+        _ => (String::new(), "the edge"),
     };
     format!("{}{mark} from {by}", answer.status)
 }
