@@ -86,7 +86,7 @@ fn concurrent_hooks_share_store_calls_and_the_quota_holds_exactly() {
 fn concurrent_copies_of_one_delivery_pass_once_and_the_rest_are_409() {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let edge = edge("edge-a", intake.port, store.port, fleet_config(1000, 5));
     let url = edge.url("/webhooks/gh");
     // The copy that passes is slow upstream, so its claim stays pending

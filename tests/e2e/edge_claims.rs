@@ -37,7 +37,8 @@ struct Fleet {
 fn fleet() -> Fleet {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
-    let intake = Intake::start();
+    // One test forces the intake's status (`x-intake-status`).
+    let intake = Intake::start_obeying();
     let proxy = FaultProxy::start(store.port);
     let config = fleet_config(100, 5);
     assert_eq!(config["fleet"]["timeout_ms"], TIMEOUT_MS);

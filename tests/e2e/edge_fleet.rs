@@ -92,7 +92,7 @@ fn a_promoted_key_makes_the_other_edge_answer_duplicate_with_the_original_id() {
 fn a_pending_key_answers_409_with_retry_after() {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let a = edge("edge-a", intake.port, store.port, fleet_config(100, 5));
     let b = edge("edge-b", intake.port, store.port, fleet_config(100, 5));
     // The first copy is slow upstream, so its claim stays pending meanwhile.

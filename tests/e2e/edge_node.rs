@@ -155,7 +155,7 @@ fn allocated(edge: &envoy::Edge) -> u64 {
 
 #[test]
 fn ten_thousand_tenant_names_do_not_grow_shared_data_without_bound() {
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let edge = edge("edge-tenants", intake.port, free_port(), node_config(10));
     let send = |range: std::ops::Range<usize>| {
         let url = edge.url("");

@@ -106,7 +106,7 @@ fn a_fleet_admit_carries_the_standing_the_store_reports_and_a_429_its_wait() {
 fn duplicate_and_pending_answers_carry_the_policy() {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let mut config = fleet_config(5, 5);
     config["rate_limits"]["headers"] = json!("both");
     let edge = edge("edge-rld", intake.port, store.port, config);

@@ -72,7 +72,7 @@ fn a_thousand_hooks_from_fifty_clients_all_end_committed_in_few_batches() {
 fn an_upstream_failure_releases_the_claim_and_the_retry_is_admitted() {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let edge = edge("edge-release", intake.port, store.port, roomy(5));
     let failed = edge
         .post(
@@ -138,7 +138,7 @@ fn an_upstream_duplicate_commits_the_claim_under_the_older_id() {
 fn a_claim_held_by_a_killed_edge_expires_and_the_retry_is_admitted() {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let mut config = roomy(5);
     config["fleet"]["pending_ttl_ms"] = json!(2_000);
     let mut a = edge("edge-doomed", intake.port, store.port, config.clone());
@@ -232,7 +232,7 @@ fn settles_are_held_while_the_breaker_is_open_and_sent_once_it_closes() {
     let redis = Redis::start();
     let mut store = Store::start(&redis.url());
     let port = store.port;
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let mut config = roomy(5);
     config["fleet"]["breaker_min_calls"] = json!(5);
     config["fleet"]["breaker_failure_rate"] = json!(0.5);
@@ -304,7 +304,7 @@ fn a_sender_that_goes_away_before_the_upstream_answers_releases_the_claim() {
     use std::io::Write;
     let redis = Redis::start();
     let store = Store::start(&redis.url());
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let edge = edge("edge-gone", intake.port, store.port, roomy(5));
     let mut conn = std::net::TcpStream::connect(("127.0.0.1", edge.spec.listen_port)).unwrap();
     conn.write_all(

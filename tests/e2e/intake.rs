@@ -211,7 +211,7 @@ fn a_key_older_than_the_ttl_is_a_new_event() {
 
 #[test]
 fn test_headers_force_a_status_or_a_delay() {
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let mut headers = hook_headers("h-1", "gh", "k");
     headers.push(("x-intake-status", "503"));
     let forced = post(&intake, &headers, "{}");
@@ -233,8 +233,29 @@ fn test_headers_force_a_status_or_a_delay() {
 }
 
 #[test]
-fn bad_requests_get_a_4xx_naming_the_header() {
+fn without_the_test_flag_the_test_headers_are_ignored() {
+    // They reach the intake from any sender through the edge: a sender must
+    // not hold it for two minutes or have a hook answered and not stored.
     let intake = Intake::start();
+    let mut headers = hook_headers("h-1", "gh", "k-1");
+    headers.push(("x-intake-status", "503"));
+    // Obeyed, this would outlast the client's 10 s and fail the POST.
+    headers.push(("x-intake-delay-ms", "120000"));
+    let answer = post(&intake, &headers, "{}");
+    assert_eq!(
+        answer.json(),
+        serde_json::json!({"status": "accepted", "id": "h-1"})
+    );
+    // Not even read: a value the flag would refuse as 400 is ignored too.
+    let mut headers = hook_headers("h-2", "gh", "k-2");
+    headers.push(("x-intake-status", "abc"));
+    assert_eq!(post(&intake, &headers, "{}").status, 201);
+    assert_eq!(stored_ids(&intake), ["h-1", "h-2"]);
+}
+
+#[test]
+fn bad_requests_get_a_4xx_naming_the_header() {
+    let intake = Intake::start_obeying();
     let cases: [(&[(&str, &str)], &str); 5] = [
         (
             &[("x-ankusa-tenant", "acme"), ("x-ankusa-tenant", "other")],

@@ -24,6 +24,7 @@ mod edge_rate_headers;
 mod edge_reload;
 mod edge_settle;
 mod edge_shadow;
+mod edge_shapes;
 mod edge_verify;
 mod faults;
 mod fleet;

@@ -373,6 +373,41 @@ fn whsec_keys_must_be_base64_and_the_error_hides_the_value() {
 }
 
 #[test]
+fn a_whsec_secret_without_its_padding_signs_as_the_padded_one() {
+    // 32 bytes: base64 ends in one `=`, which the providers' libraries let a
+    // secret leave out.
+    let padded = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let unpadded = padded.trim_end_matches('=');
+    assert_ne!(padded, unpadded);
+    for name in ["standard_webhooks", "svix"] {
+        let scheme = preset(name);
+        let key = scheme.key(unpadded).unwrap();
+        assert_eq!(key, (0u8..32).collect::<Vec<u8>>(), "{name}");
+        assert_eq!(scheme.key(padded).unwrap(), key, "{name}");
+        let prefix = if name == "svix" { "svix" } else { "webhook" };
+        let [id, ts, signature] =
+            ["id", "timestamp", "signature"].map(|part| format!("{prefix}-{part}"));
+        let sig = standard::sign(&key, SW_ID, 1_614_265_330, SW_BODY);
+        let h = [
+            (id.as_str(), SW_ID),
+            (ts.as_str(), SW_TS),
+            (signature.as_str(), sig.as_str()),
+        ];
+        for secret in [padded, unpadded] {
+            assert_eq!(
+                check(&scheme, &[secret], &h, SW_BODY, 1_614_265_330),
+                Ok(()),
+                "{name} with {secret}"
+            );
+        }
+    }
+    // Padding that doesn't belong is still refused.
+    assert!(preset("standard_webhooks")
+        .key("whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8==")
+        .is_err());
+}
+
+#[test]
 fn a_generic_rule_reads_its_header_prefix_and_encoding() {
     let rule = Scheme::BodyMac {
         header: "x-signature".into(),

@@ -43,6 +43,9 @@ pub struct FleetSpec {
     pub concurrency: u32,
     /// Environment variables of every edge's filter VM (signing secrets), see [`EdgeSpec::vm_env`].
     pub vm_env: Vec<(String, String)>,
+    /// The intake obeys its test headers (benchmarks: `x-intake-status`);
+    /// never for a fleet a sender reaches.
+    pub obey_test_headers: bool,
 }
 
 impl FleetSpec {
@@ -53,6 +56,7 @@ impl FleetSpec {
             filter_config,
             concurrency: 2,
             vm_env: Vec::new(),
+            obey_test_headers: false,
         }
     }
 }
@@ -164,7 +168,12 @@ impl Fleet {
             "ankusa-store never reached Redis:\n{}",
             store.proc.log_tail()
         );
-        let intake = Intake::start_on(ports.intake, &dir.join("intake"), &[]);
+        let obey: &[&str] = if spec.obey_test_headers {
+            &[ankusa_testkit::intake::OBEY_TEST_HEADERS]
+        } else {
+            &[]
+        };
+        let intake = Intake::start_on(ports.intake, &dir.join("intake"), obey);
         let operator_token_file = dir.join("operator.token");
         write_secret(&operator_token_file, operator_token());
         let mut fleet = Fleet {

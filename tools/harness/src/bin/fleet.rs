@@ -78,6 +78,7 @@ fn spec(args: &Args) -> Result<FleetSpec, String> {
         filter_config,
         concurrency: args.concurrency,
         vm_env,
+        obey_test_headers: false,
     })
 }
 

@@ -1,4 +1,4 @@
-//! `intake --listen 127.0.0.1:PORT --data-dir DIR [--dedupe-ttl-ms N]`
+//! `intake --listen 127.0.0.1:PORT --data-dir DIR [--dedupe-ttl-ms N] [--obey-test-headers]`
 
 use ankusa_tools::intake::{self, Config, DEFAULT_DEDUPE_TTL_MS};
 use clap::Parser;
@@ -18,6 +18,10 @@ struct Args {
     #[arg(long, env = "INTAKE_DEDUPE_TTL_MS", default_value_t = DEFAULT_DEDUPE_TTL_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
     dedupe_ttl_ms: u64,
+    /// Obey the test headers `x-intake-delay-ms` and `x-intake-status` (for
+    /// tests and benchmarks only: any sender can set them through the edge).
+    #[arg(long)]
+    obey_test_headers: bool,
 }
 
 #[tokio::main]
@@ -38,6 +42,7 @@ async fn main() {
     let config = Config {
         data_dir: args.data_dir,
         dedupe_ttl_ms: args.dedupe_ttl_ms,
+        obey_test_headers: args.obey_test_headers,
     };
     if let Err(e) = intake::run(listener, config, shutdown()).await {
         eprintln!("intake: {e}");

@@ -5,7 +5,9 @@
 //! it already holds answers `201 {"status":"accepted","id":OLD,"duplicate":true}`
 //! with `x-ankusa-hook-id: OLD`. `GET /hooks` lists what is stored, `GET /stats`
 //! counts it and the copies the index caught (`{"hooks":N,"duplicates_caught":N}`),
-//! `GET /healthz` answers 200. Test headers: `x-intake-delay-ms: N` sleeps before answering,
+//! `GET /healthz` answers 200. Test headers, obeyed only when started with
+//! `--obey-test-headers` (ignored otherwise: they reach it from any sender
+//! through the edge): `x-intake-delay-ms: N` sleeps before answering,
 //! `x-intake-status: CODE` answers CODE and stores nothing.
 
 pub mod journal;

@@ -24,6 +24,10 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// How long a stored event key makes a later copy a duplicate (ms).
     pub dedupe_ttl_ms: u64,
+    /// Obey the test headers (`x-intake-delay-ms`, `x-intake-status`). Off,
+    /// they are ignored: the edge forwards whatever a sender sets, and a
+    /// sender must not be able to hold the intake or make it drop a hook.
+    pub obey_test_headers: bool,
 }
 
 /// Serves `listener` until `shutdown` resolves.
@@ -48,8 +52,9 @@ pub async fn run(
             () = &mut shutdown => return Ok(()),
         };
         let journal = journal.clone();
+        let obey = config.obey_test_headers;
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| handle(req, journal.clone()));
+            let service = hyper::service::service_fn(move |req| handle(req, journal.clone(), obey));
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
@@ -61,8 +66,9 @@ pub async fn run(
 async fn handle(
     req: Request<Incoming>,
     journal: Journal,
+    obey: bool,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    Ok(answer(req, journal)
+    Ok(answer(req, journal, obey)
         .await
         .unwrap_or_else(Refusal::into_response))
 }
@@ -85,7 +91,7 @@ impl Refusal {
 
 type Answer = Result<Response<Full<Bytes>>, Refusal>;
 
-async fn answer(req: Request<Incoming>, journal: Journal) -> Answer {
+async fn answer(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => Ok(json(StatusCode::OK, serde_json::json!({"status": "ok"}))),
         (&Method::GET, "/hooks") => Ok(json(
@@ -99,7 +105,7 @@ async fn answer(req: Request<Incoming>, journal: Journal) -> Answer {
                 "duplicates_caught": journal.duplicates_caught(),
             }),
         )),
-        (&Method::POST, _) => store(req, journal).await,
+        (&Method::POST, _) => store(req, journal, obey).await,
         (&Method::GET, path) => Err(error(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -113,9 +119,16 @@ async fn answer(req: Request<Incoming>, journal: Journal) -> Answer {
     }
 }
 
-async fn store(req: Request<Incoming>, journal: Journal) -> Answer {
-    let delay_ms = header_number(&req, "x-intake-delay-ms", 0..=MAX_DELAY_MS)?;
-    let forced = header_number(&req, "x-intake-status", 100..=599)?;
+/// `obey`: the test headers are read (see [`Config::obey_test_headers`]).
+async fn store(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
+    let (delay_ms, forced) = if obey {
+        (
+            header_number(&req, "x-intake-delay-ms", 0..=MAX_DELAY_MS)?,
+            header_number(&req, "x-intake-status", 100..=599)?,
+        )
+    } else {
+        (None, None)
+    };
     let id = match header_text(&req, "x-ankusa-hook-id")? {
         Some(id) if id.is_empty() || id.len() > MAX_ID_LEN => {
             return Err(bad_request(&format!(

@@ -131,6 +131,8 @@ fn start(concurrency: u32) -> Fleet {
     config["fleet"]["timeout_ms"] = serde_json::json!(1_000);
     let mut spec = FleetSpec::new(2, config);
     spec.concurrency = concurrency;
+    // The hooks carry `x-intake-status: 201` (answered without storing).
+    spec.obey_test_headers = true;
     let fleet = Fleet::start(&spec);
     println!(
         "fleet: 2 edges (--concurrency {concurrency}), ankusa-store and Redis {} on loopback; load average {}",
