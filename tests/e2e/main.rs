@@ -34,3 +34,4 @@ mod hostile;
 mod intake;
 mod prometheus;
 mod provider;
+mod release;
