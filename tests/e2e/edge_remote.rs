@@ -57,8 +57,7 @@ impl ModuleServer {
                 let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
                 let mut head = Vec::new();
                 let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).map_or(false, |n| n == 1)
-                {
+                while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
                     head.push(byte[0]);
                 }
                 count.fetch_add(1, Ordering::Relaxed);
