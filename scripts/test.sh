@@ -26,6 +26,9 @@ promtool test rules deploy/prometheus/alerts.test.yml
 promtool check config deploy/prometheus/prometheus.yml
 cargo test -q -p ankusa-tests --test e2e dashboards::
 
+step "deployment: Kubernetes manifests, CRD examples, embedded copies, the remote-fetch bootstrap"
+bash scripts/check-deploy.sh
+
 step "build: binaries, the filter and the benchmark's floor filters"
 cargo build --workspace --bins
 cargo build -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout --target wasm32-wasip1 --release
