@@ -22,6 +22,7 @@ mod edge_overrides;
 mod edge_quota;
 mod edge_rate_headers;
 mod edge_reload;
+mod edge_replay;
 mod edge_settle;
 mod edge_shadow;
 mod edge_verify;
