@@ -295,6 +295,13 @@ impl Config {
                 limits::TTL_MS,
                 source.ttl_ms,
             )?;
+            let guarded = source.verify.as_ref().and_then(|v| v.replay_window_ms);
+            if guarded.is_some() && self.dedupe.scope != Scope::Fleet {
+                return Err(ConfigError::new(
+                    format!("sources.{id}.verify.replay_guard"),
+                    "needs \"dedupe\": {\"scope\": \"fleet\"}: the guard is a claim every edge shares",
+                ));
+            }
         }
         check_limits("rate_limits.default", &self.rate_limits.default)?;
         for (tenant, limits) in &self.rate_limits.tenants {

@@ -69,6 +69,11 @@ pub struct Claim {
 pub struct HitRequest {
     pub charges: Vec<Charge>,
     pub claim: Option<Claim>,
+    /// The replay guard's claim on the signed body (see
+    /// [`crate::verify::replay`]), checked and written with `claim` in the
+    /// same script; absent without a guard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Claim>,
 }
 
 /// The store's answer to a hit.
@@ -226,7 +231,11 @@ impl Charge {
 impl Claim {
     pub fn validate(&self, field: &str) -> Result<(), WireError> {
         check_id(&format!("{field}.tenant"), &self.tenant)?;
-        check_id(&format!("{field}.source_id"), &self.source_id)?;
+        // A configured source's id, or the body claims' own namespace, whose
+        // `.` no source id may hold (see [`crate::verify::replay`]).
+        if self.source_id != crate::verify::replay::CLAIM_SOURCE {
+            check_id(&format!("{field}.source_id"), &self.source_id)?;
+        }
         check_name(&format!("{field}.node"), &self.node)?;
         if self.key.is_empty() || self.key.len() > MAX_KEY_LEN {
             return Err(invalid(
@@ -264,7 +273,7 @@ impl HitRequest {
     /// Every charge and the claim must name one tenant: its keys share one
     /// hash tag, so one script touches one Redis Cluster slot.
     pub fn validate(&self) -> Result<(), WireError> {
-        if self.charges.is_empty() && self.claim.is_none() {
+        if self.charges.is_empty() && self.claim.is_none() && self.replay.is_none() {
             return Err(invalid(
                 "charges",
                 "is empty and there is no claim: nothing to do",
@@ -286,6 +295,28 @@ impl HitRequest {
             claim.validate("claim")?;
         }
         let tenant = self.tenant().unwrap_or_default();
+        if let Some(replay) = &self.replay {
+            replay.validate("replay")?;
+            if !crate::verify::replay::is_body_claim(replay) {
+                return Err(invalid(
+                    "replay.source_id",
+                    format!(
+                        "{:?} is not {:?}: a replay claim is a body claim",
+                        replay.source_id,
+                        crate::verify::replay::CLAIM_SOURCE
+                    ),
+                ));
+            }
+            if replay.tenant != tenant {
+                return Err(invalid(
+                    "replay.tenant",
+                    format!(
+                        "{:?} differs from {tenant:?}: one hit is one tenant",
+                        replay.tenant
+                    ),
+                ));
+            }
+        }
         for (i, charge) in self.charges.iter().enumerate() {
             if charge.tenant != tenant {
                 return Err(invalid(
@@ -312,6 +343,7 @@ impl HitRequest {
     pub fn tenant(&self) -> Option<&str> {
         self.claim
             .as_ref()
+            .or(self.replay.as_ref())
             .map(|c| c.tenant.as_str())
             .or_else(|| self.charges.first().map(|c| c.tenant.as_str()))
     }
@@ -411,6 +443,7 @@ mod tests {
         let req = HitRequest {
             charges: vec![charge(ChargeKind::Hooks)],
             claim: Some(claim()),
+            replay: None,
         };
         let json = serde_json::to_value(&req).unwrap();
         assert_eq!(json["charges"][0]["kind"], "hooks");
@@ -464,6 +497,7 @@ mod tests {
         HitRequest {
             charges: vec![c],
             claim: None,
+            replay: None,
         }
         .validate()
         .unwrap_err()
@@ -476,6 +510,7 @@ mod tests {
         HitRequest {
             charges: vec![],
             claim: Some(c),
+            replay: None,
         }
         .validate()
         .unwrap_err()
@@ -509,7 +544,8 @@ mod tests {
         assert_eq!(
             HitRequest {
                 charges: vec![top],
-                claim: None
+                claim: None,
+                replay: None,
             }
             .validate(),
             Ok(())
@@ -539,6 +575,7 @@ mod tests {
         let err = HitRequest {
             charges: vec![],
             claim: Some(cl),
+            replay: None,
         }
         .validate()
         .unwrap_err();
@@ -548,6 +585,7 @@ mod tests {
         let err = HitRequest {
             charges: vec![],
             claim: Some(cl),
+            replay: None,
         }
         .validate()
         .unwrap_err();
@@ -582,11 +620,13 @@ mod tests {
         let req = HitRequest {
             charges: vec![charge(ChargeKind::Hooks), other],
             claim: None,
+            replay: None,
         };
         assert_eq!(req.validate().unwrap_err().field, "charges[1].tenant");
         let req = HitRequest {
             charges: vec![charge(ChargeKind::Hooks), charge(ChargeKind::Hooks)],
             claim: None,
+            replay: None,
         };
         assert_eq!(req.validate().unwrap_err().field, "charges[1].kind");
     }
@@ -596,6 +636,7 @@ mod tests {
         let req = HitRequest {
             charges: vec![],
             claim: None,
+            replay: None,
         };
         assert_eq!(req.validate().unwrap_err().field, "charges");
         assert!(

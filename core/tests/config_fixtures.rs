@@ -6,6 +6,7 @@
 use ankusa_core::config::{Config, Scope};
 use ankusa_core::event_key::DedupeRule;
 use ankusa_core::gcra::Quota;
+use ankusa_core::verify::rule::Secrets;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -132,7 +133,8 @@ const REFUSED: &[(&str, &str)] = &[
     ("verify_unknown_scheme", "sources.gh.verify.scheme: unknown scheme \"gitlab\"; expected one of github, stripe, shopify, standard_webhooks, svix, hmac_sha256"),
     (
         "verify_unknown_key",
-        "sources.gh.verify.secrets: unknown field; expected one of scheme, secret_env, tolerance_s, header, prefix, encoding",
+        "sources.gh.verify.secrets: unknown field; expected one of scheme, secret_env, tolerance_s, header, prefix, \
+         encoding, shared_across_tenants, replay_guard",
     ),
     ("verify_not_an_object", "sources.gh.verify: expected an object, got \"github\""),
     (
@@ -168,6 +170,61 @@ const REFUSED: &[(&str, &str)] = &[
         "verify_generic_bad_encoding",
         "sources.gh.verify.encoding: unknown encoding \"base32\"; expected \"hex\" or \"base64\"",
     ),
+    // A secret per path tenant.
+    (
+        "verify_path_tenants_one_secret",
+        "sources.gh.verify.secret_env: the source takes its tenant from the path, so one secret would admit a \
+         delivery signed for any tenant as another's: give each tenant its own ({\"<tenant>\": \"<VARIABLE>\", …}), \
+         or set \"shared_across_tenants\": true if they really share it",
+    ),
+    (
+        "verify_tenant_map_on_one_tenant",
+        "sources.gh.verify.secret_env: the source has one tenant (\"acme\"): give its variables as a name or a \
+         list, a map of tenants is for a source whose tenant comes from the path",
+    ),
+    ("verify_tenant_map_empty", "sources.gh.verify.secret_env: must name at least one tenant"),
+    (
+        "verify_tenant_map_bad_tenant",
+        "sources.gh.verify.secret_env: \"acme.eu\" is not a valid tenant name: 1 to 64 characters of [A-Za-z0-9_-]",
+    ),
+    (
+        "verify_tenant_map_shared_variable",
+        "sources.gh.verify.secret_env.victim: \"ANKUSA_GH_SECRET\" is \"acme\"'s too: each path tenant needs its \
+         own secret (or set \"shared_across_tenants\": true)",
+    ),
+    (
+        "verify_tenant_map_entry_wrong_type",
+        "sources.gh.verify.secret_env.acme: expected a variable name or a list of them, got 5",
+    ),
+    ("verify_shared_wrong_type", "sources.gh.verify.shared_across_tenants: expected true or false, got \"yes\""),
+    (
+        "verify_shared_on_one_tenant",
+        "sources.gh.verify.shared_across_tenants: the source has one tenant (\"acme\"): there is nothing to share",
+    ),
+    // The replay guard.
+    ("verify_replay_guard_wrong_type", "sources.gh.verify.replay_guard: expected an object, got true"),
+    (
+        "verify_replay_guard_unknown_key",
+        "sources.gh.verify.replay_guard.window: unknown field; expected one of window_ms",
+    ),
+    (
+        "verify_replay_window_zero",
+        "sources.gh.verify.replay_guard.window_ms: must be between 1 and 2592000000, got 0",
+    ),
+    (
+        "verify_replay_window_too_large",
+        "sources.gh.verify.replay_guard.window_ms: must be between 1 and 2592000000, got 2592000001",
+    ),
+    (
+        "verify_replay_guard_signed_id",
+        "sources.stripe.verify.replay_guard: stripe signs the delivery's id and time, so a replay is refused \
+         already; the guard is for github, shopify and hmac_sha256",
+    ),
+    (
+        "verify_replay_guard_node_dedupe",
+        "sources.gh.verify.replay_guard: needs \"dedupe\": {\"scope\": \"fleet\"}: the guard is a claim every \
+         edge shares",
+    ),
     // Fleet.
     ("timeout_ms_zero", "fleet.timeout_ms: must be between 1 and 10000, got 0"),
     ("timeout_ms_too_large", "fleet.timeout_ms: must be between 1 and 10000, got 10001"),
@@ -199,6 +256,7 @@ const GOOD: &[&str] = &[
     "good_minimal",
     "good_every_key",
     "good_verify",
+    "good_verify_tenants",
     "good_operating",
 ];
 
@@ -346,12 +404,52 @@ fn every_key_is_read() {
 }
 
 #[test]
+fn path_tenants_load_with_their_own_secrets_or_a_shared_one_said_so() {
+    let c = load("good_verify_tenants").unwrap();
+    let rule = |id: &str| c.sources[id].verify.clone().unwrap();
+    let gh = rule("gh");
+    let per_tenant = |pairs: &[(&str, &[&str])]| {
+        Secrets::PerTenant(
+            pairs
+                .iter()
+                .map(|(t, names)| (t.to_string(), names.iter().map(|n| n.to_string()).collect()))
+                .collect(),
+        )
+    };
+    assert_eq!(
+        gh.secret_env,
+        per_tenant(&[
+            ("acme", &["ANKUSA_GH_ACME"]),
+            ("globex", &["ANKUSA_GH_GLOBEX", "ANKUSA_GH_GLOBEX_OLD"])
+        ])
+    );
+    assert!(!gh.shared_across_tenants);
+    assert_eq!(gh.replay_window_ms, Some(86_400_000), "24 h unless set");
+    let shop = rule("shop");
+    assert!(shop.shared_across_tenants);
+    assert_eq!(shop.replay_window_ms, Some(3_600_000));
+    let custom = rule("custom");
+    assert_eq!(
+        (custom.secret_env, custom.shared_across_tenants),
+        (Secrets::Shared(vec!["ANKUSA_CUSTOM_SECRET".into()]), true)
+    );
+    assert!(!rule("stripe").shared_across_tenants);
+}
+
+#[test]
 fn every_verify_scheme_loads_with_its_secret_names() {
     use ankusa_core::verify::{Encoding, Family, Scheme};
     let c = load("good_verify").unwrap();
     let rule = |id: &str| c.sources[id].verify.clone().unwrap();
     let gh = rule("gh");
-    assert_eq!(gh.secret_env, ["ANKUSA_GH_SECRET", "ANKUSA_GH_SECRET_OLD"]);
+    assert_eq!(
+        gh.secret_env,
+        Secrets::Shared(vec![
+            "ANKUSA_GH_SECRET".into(),
+            "ANKUSA_GH_SECRET_OLD".into()
+        ])
+    );
+    assert_eq!(gh.replay_window_ms, None);
     assert_eq!(
         gh.scheme,
         Scheme::BodyMac {
@@ -361,7 +459,10 @@ fn every_verify_scheme_loads_with_its_secret_names() {
         }
     );
     let stripe = rule("stripe");
-    assert_eq!(stripe.secret_env, ["ANKUSA_STRIPE_SECRET"]);
+    assert_eq!(
+        stripe.secret_env,
+        Secrets::Shared(vec!["ANKUSA_STRIPE_SECRET".into()])
+    );
     assert_eq!(stripe.scheme, Scheme::Stripe { tolerance_s: 600 });
     assert_eq!(
         rule("sw").scheme,

@@ -23,6 +23,7 @@ mod edge_quota;
 mod edge_rate_headers;
 mod edge_reload;
 mod edge_remote;
+mod edge_replay;
 mod edge_settle;
 mod edge_shadow;
 mod edge_shapes;

@@ -105,12 +105,13 @@ fn source(obj: &Obj) -> Result<Source, ConfigError> {
         Some(value) => Some(dedupe_rule(&obj.path("dedupe"), value)?),
         None => None,
     };
+    let tenant = obj.string("tenant")?;
     Ok(Source {
-        tenant: obj.string("tenant")?.map(str::to_string),
+        tenant: tenant.map(str::to_string),
         dedupe,
         ttl_ms: obj.u64("ttl_ms")?.unwrap_or(DEFAULT_TTL_MS),
         verify: match obj.object("verify", verify::VERIFY)? {
-            Some(rule) => Some(verify::rule(&rule)?),
+            Some(rule) => Some(verify::rule(&rule, tenant)?),
             None => None,
         },
     })

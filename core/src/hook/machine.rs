@@ -149,6 +149,10 @@ pub struct Hook {
     call: Option<Call>,
     /// Forwarded holding this claim: settle it on the upstream's answer.
     claim: Option<Claim>,
+    /// The replay guard's body claim the store may have written for this
+    /// hook (its answer was `ok`, or the call failed after it was sent):
+    /// settled with `claim`, and released whenever `claim` would be.
+    replay: Option<Claim>,
     /// The sender has sent its whole request.
     request_done: bool,
     /// A refusal decided before the body was all in: sent once it is, so the
@@ -185,13 +189,13 @@ impl Hook {
     /// Whether the hook was forwarded holding a claim (so the upstream's
     /// status and hook id are worth reading).
     pub fn holds_claim(&self) -> bool {
-        self.claim.is_some()
+        self.claim.is_some() || self.replay.is_some()
     }
 
     /// Whether the upstream's response headers are worth a step: to settle
     /// a claim or to carry rate-limit headers.
     pub fn reads_upstream(&self) -> bool {
-        self.claim.is_some() || !self.rate_headers.is_empty()
+        self.holds_claim() || !self.rate_headers.is_empty()
     }
 
     /// Whether a store call is in flight.
@@ -348,7 +352,7 @@ impl Hook {
                 self.pass(claim, Metric::Shadowed(Outcome::RateLimited))
             }
             NodeVerdict::RateLimited { retry_after_us } => {
-                if let Some(claim) = claim {
+                for claim in claim.into_iter().chain(self.replay.take()) {
                     self.emit(Effect::Settle(Queued {
                         retries: 0,
                         op: SettleOp::Release { claim },
@@ -474,6 +478,7 @@ impl Hook {
             hook_id,
             event_key: None,
             body_len: 0,
+            replay_key: None,
         });
         self.headers = headers;
         if needs_body && !end_of_stream {
@@ -534,11 +539,22 @@ impl Hook {
             return self.step(Flow::Continue);
         };
         // A forgery spends nothing: checked before any charge, claim or store call.
-        if let Err(refusal) = env
-            .keys
-            .check(&facts.source_id, &headers, body, now / 1_000_000)
-        {
+        if let Err(refusal) = env.keys.check(
+            &facts.source_id,
+            &facts.tenant,
+            &headers,
+            body,
+            now / 1_000_000,
+        ) {
             return self.reply(Outcome::Unverified, reply::unverified(refusal));
+        }
+        if source
+            .verify
+            .as_ref()
+            .is_some_and(|v| v.replay_window_ms.is_some())
+        {
+            let body = body.unwrap_or_default();
+            facts.replay_key = Some(crate::verify::replay::body_key(&facts.source_id, body));
         }
         facts.event_key = source
             .dedupe
@@ -590,6 +606,7 @@ impl Hook {
         let failure = CallFailure::Dispatch;
         self.record(env, call.permit, Some(&failure), now);
         let claim = plan::claim_after_failure(&call.plan, &failure);
+        self.replay = plan::replay_after_failure(&call.plan, &failure);
         self.fall_back(env, &call.plan, claim, &failure.to_string(), now)
     }
 
@@ -630,6 +647,7 @@ impl Hook {
             }
             Err(failure) => {
                 let claim = plan::claim_after_failure(&call.plan, &failure);
+                self.replay = plan::replay_after_failure(&call.plan, &failure);
                 return self.fall_back(env, &call.plan, claim, &failure.to_string(), now);
             }
         };
@@ -670,7 +688,11 @@ impl Hook {
         }
         match answer {
             HitAnswer::Ok => {
-                let claim = call.plan.fleet.and_then(|r| r.claim);
+                let (claim, replay) = call
+                    .plan
+                    .fleet
+                    .map_or((None, None), |r| (r.claim, r.replay));
+                self.replay = replay;
                 self.answer_node(env, &call.plan.node_after_ok, claim, now)
             }
             HitAnswer::Duplicate { hook_id } => {
@@ -708,7 +730,11 @@ impl Hook {
         // rather than after `pending_ttl_ms` (a claim the store never wrote
         // is left alone: a release only deletes this hook's own).
         if let Some(call) = self.call.take() {
-            if let Some(claim) = call.plan.fleet.and_then(|request| request.claim) {
+            let sent = call
+                .plan
+                .fleet
+                .map_or((None, None), |r| (r.claim, r.replay));
+            for claim in sent.0.into_iter().chain(sent.1) {
                 self.emit(Effect::Settle(Queued {
                     retries: 0,
                     op: SettleOp::Release { claim },
@@ -720,7 +746,7 @@ impl Hook {
     }
 
     fn settle(&mut self, status: Option<&str>, upstream_id: Option<&str>) {
-        if let Some(claim) = self.claim.take() {
+        for claim in self.claim.take().into_iter().chain(self.replay.take()) {
             let op = settle_op(claim, status, upstream_id);
             self.emit(Effect::Settle(Queued { retries: 0, op }));
         }
@@ -730,6 +756,8 @@ impl Hook {
 mod node_override;
 mod trailers;
 
+#[cfg(test)]
+mod replay_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

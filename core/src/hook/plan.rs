@@ -20,6 +20,9 @@ pub struct HookFacts {
     pub event_key: Option<String>,
     /// Body bytes (0: no body, or bytes not limited).
     pub body_len: u64,
+    /// The body claim's key when the source has a replay guard
+    /// ([`crate::verify::replay::body_key`]).
+    pub replay_key: Option<String>,
 }
 
 /// Where the charges of one hook go.
@@ -84,15 +87,34 @@ pub fn plan(config: &Config, node: &str, hook: &HookFacts) -> Result<Plan, TooLa
         }
         _ => None,
     };
+    let replay = match (&hook.replay_key, is_fleet(&config.dedupe.scope)) {
+        (Some(key), true) => config
+            .sources
+            .get(&hook.source_id)
+            .and_then(|s| s.verify.as_ref())
+            .and_then(|v| v.replay_window_ms)
+            .map(|window_ms| Claim {
+                tenant: hook.tenant.clone(),
+                source_id: crate::verify::replay::CLAIM_SOURCE.to_string(),
+                key: key.clone(),
+                hook_id: hook.hook_id.clone(),
+                node: node.to_string(),
+                ttl_ms: window_ms,
+                pending_ttl_ms: config.fleet.pending_ttl_ms,
+            }),
+        _ => None,
+    };
     let fleet_rate = is_fleet(&config.rate_limits.scope);
     let (fleet_charges, node_after_ok) = if fleet_rate {
         (charges.clone(), Vec::new())
     } else {
         (Vec::new(), charges.clone())
     };
-    let fleet = (!fleet_charges.is_empty() || claim.is_some()).then_some(HitRequest {
+    let claims = claim.is_some() || replay.is_some();
+    let fleet = (!fleet_charges.is_empty() || claims).then_some(HitRequest {
         charges: fleet_charges,
         claim,
+        replay,
     });
     Ok(Plan {
         charges,
@@ -169,6 +191,15 @@ pub fn claim_after_failure(plan: &Plan, failure: &CallFailure) -> Option<Claim> 
         return None;
     }
     plan.fleet.as_ref().and_then(|r| r.claim.clone())
+}
+
+/// The body claim a hook holds after its store call failed, by the same
+/// rule as [`claim_after_failure`].
+pub fn replay_after_failure(plan: &Plan, failure: &CallFailure) -> Option<Claim> {
+    if !failure.was_sent() {
+        return None;
+    }
+    plan.fleet.as_ref().and_then(|r| r.replay.clone())
 }
 
 /// The store's answer from the callout's `:status` and body.

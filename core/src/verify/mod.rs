@@ -13,11 +13,13 @@
 //! - [`standard`]: Standard Webhooks and Svix.
 //! - [`timestamp`]: the tolerance check.
 //! - [`keys`]: each verifying source's signing keys, read through an environment.
+//! - [`replay`]: the replay guard's claim on a signed body.
 
 pub mod body_mac;
 pub mod encoding;
 pub mod keys;
 pub mod mac;
+pub mod replay;
 pub mod rule;
 pub mod standard;
 pub mod stripe;

@@ -87,6 +87,13 @@ impl Scheme {
         matches!(name, "stripe" | "standard_webhooks" | "svix")
     }
 
+    /// Whether the scheme signs the body alone (GitHub, Shopify, the generic
+    /// rule): the delivery id and time are not signed, so a captured delivery
+    /// replays under a fresh id unless a replay guard claims its body.
+    pub fn signs_body_only(&self) -> bool {
+        matches!(self, Scheme::BodyMac { .. })
+    }
+
     /// The signing key a secret's value stands for: the base64 after `whsec_`
     /// for Standard Webhooks and Svix, the value's bytes otherwise (Stripe
     /// keys its HMAC with the whole `whsec_…` string). The base64 may leave
@@ -116,9 +123,33 @@ pub struct VerifyRule {
     /// The preset name, or `hmac_sha256`.
     pub name: String,
     pub scheme: Scheme,
-    /// 1 to [`MAX_SECRETS`] variable names, `[A-Za-z_][A-Za-z0-9_]*`.
-    pub secret_env: Vec<String>,
+    /// The variables holding the secrets: one list for the source, or one
+    /// per path tenant.
+    pub secret_env: Secrets,
+    /// `shared_across_tenants`: the path tenants of the source may share a
+    /// secret (said explicitly; refused otherwise).
+    pub shared_across_tenants: bool,
+    /// `replay_guard.window_ms`: how long a signed body is claimed fleet-wide
+    /// so that it is admitted once (None: no guard). Only for the schemes
+    /// that sign the body alone (see [`Scheme::signs_body_only`]).
+    pub replay_window_ms: Option<u64>,
 }
+
+/// The variable names of a source's secrets, each list 1 to [`MAX_SECRETS`]
+/// names of `[A-Za-z_][A-Za-z0-9_]*`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Secrets {
+    /// One list for every delivery of the source: a source with a tenant, or
+    /// a path-tenant source whose tenants share it by saying so
+    /// (`shared_across_tenants`).
+    Shared(Vec<String>),
+    /// A list per path tenant: a delivery is checked against its tenant's
+    /// secrets only, and a tenant not listed is refused.
+    PerTenant(std::collections::BTreeMap<String, Vec<String>>),
+}
+
+/// Default `replay_guard.window_ms`: 24 h.
+pub const DEFAULT_REPLAY_WINDOW_MS: u64 = 86_400_000;
 
 /// An environment variable name as shells and Envoy accept it.
 pub fn is_env_name(name: &str) -> bool {

@@ -70,7 +70,9 @@ pub fn keys_and_args(hit: &HitRequest) -> (Vec<String>, Vec<String>) {
         args.push(charge.rate.to_string());
         args.push(charge.burst.to_string());
     }
-    if let Some(claim) = &hit.claim {
+    // The event key's claim first, then the replay guard's body claim: the
+    // script checks them in this order, so a taken event key answers as before.
+    for claim in hit.claim.iter().chain(&hit.replay) {
         keys.push(keys::claim(claim));
         args.push(claim.hook_id.clone());
         args.push(claim.node.clone());

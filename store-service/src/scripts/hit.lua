@@ -1,8 +1,12 @@
--- One hook's charges and claim in one round trip (preceded by gcra.lua).
--- KEYS[1..n]: bucket keys; KEYS[n+1]: the tenant's override key; KEYS[n+2]:
--- the claim key, when there is a claim.
+-- One hook's charges and claims in one round trip (preceded by gcra.lua).
+-- KEYS[1..n]: bucket keys; KEYS[n+1]: the tenant's override key; KEYS[n+2..]:
+-- the claim keys, none to two (the event key's, then the replay guard's
+-- body claim).
 -- ARGV[1] = n; ARGV[3i-1], ARGV[3i], ARGV[3i+1] = units, rate, burst of
--- bucket i; then, with a claim: hook_id, node, pending_ttl_ms.
+-- bucket i; then, per claim key in order: hook_id, node, pending_ttl_ms.
+-- A claim committed anywhere answers 'duplicate' with its hook id (the first
+-- such in KEYS order); otherwise one pending answers 'pending' with the
+-- longest time left; only when every claim is free are they all written.
 -- A bucket's value is "stamp_us:level" (see gcra.lua).
 -- A fleet override in force (JSON, see core/src/overrides.rs) replaces the
 -- rate and burst of the pairs it sets: the store holds the authoritative
@@ -16,7 +20,7 @@ local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local override = redis.call('GET', KEYS[n + 1])
-local claim_key = KEYS[n + 2]
+local claims = #KEYS - n - 1
 
 local function reply(r)
   if override then
@@ -43,7 +47,9 @@ if override then
   end
 end
 
-if claim_key then
+local pending = 0
+for c = 1, claims do
+  local claim_key = KEYS[n + 1 + c]
   local held = redis.call('GET', claim_key)
   if held then
     if string.sub(held, 1, 2) == 'c:' then
@@ -53,8 +59,13 @@ if claim_key then
     if left < 1 then
       left = 1
     end
-    return reply({'pending', left})
+    if left > pending then
+      pending = left
+    end
   end
+end
+if pending > 0 then
+  return reply({'pending', pending})
 end
 
 -- Writes a bucket that is empty `ceil(level / rate)` µs after its stamp; the
@@ -100,8 +111,8 @@ for i = 1, n do
   store_bucket(KEYS[i], stamps[i], levels[i], rates[i])
   after[i] = string.format('%.0f', levels[i])
 end
-if claim_key then
-  local at = 3 * n + 2
-  redis.call('SET', claim_key, 'p:' .. ARGV[at] .. ':' .. ARGV[at + 1], 'PX', ARGV[at + 2])
+for c = 1, claims do
+  local at = 3 * n + 3 * c - 1
+  redis.call('SET', KEYS[n + 1 + c], 'p:' .. ARGV[at] .. ':' .. ARGV[at + 1], 'PX', ARGV[at + 2])
 end
 return reply({'ok', table.concat(after, ',')})

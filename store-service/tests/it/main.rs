@@ -10,6 +10,7 @@ mod outage;
 mod overrides;
 mod parity;
 mod protocols;
+mod replay;
 mod resharding;
 mod roles;
 mod shutdown;

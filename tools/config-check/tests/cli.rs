@@ -80,13 +80,13 @@ fn good_files_pass_with_status_zero() {
         .into_iter()
         .filter(|f| f.contains("/good_"))
         .collect();
-    assert_eq!(good.len(), 5);
+    assert!(good.len() >= 5, "{} good fixtures", good.len());
     let args: Vec<&str> = std::iter::once("check")
         .chain(good.iter().map(String::as_str))
         .collect();
     let out = run(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert_eq!(stdout(&out).matches(": ok\n").count(), 5);
+    assert_eq!(stdout(&out).matches(": ok\n").count(), good.len());
 }
 
 #[test]

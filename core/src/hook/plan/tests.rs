@@ -25,6 +25,7 @@ fn hook(key: Option<&str>, body_len: u64) -> HookFacts {
         hook_id: "0190a5b2-7c1d-7aaa-8bbb-0123456789ab".into(),
         event_key: key.map(str::to_string),
         body_len,
+        replay_key: None,
     }
 }
 
