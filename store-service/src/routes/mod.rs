@@ -15,7 +15,7 @@ use ankusa_core::wire::BUDGET_HEADER;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONNECTION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -191,7 +191,16 @@ fn fail(shared: &Shared, endpoint: &str, e: StoreError) -> Reply {
     }
     let errors = &shared.backend.metrics.errors;
     errors.with_label_values(&[e.code()]).inc();
-    json(e.status(), &e.body())
+    let mut reply = json(e.status(), &e.body());
+    if matches!(e, StoreError::TooLarge { .. }) {
+        // The rest of the body is never read, so the connection can't carry
+        // another request: say so, or a pooled client (an edge's Envoy, a
+        // test's hyper) sends its next request down a socket about to close.
+        reply
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    reply
 }
 
 pub fn json<T: Serialize>(status: StatusCode, body: &T) -> Reply {
