@@ -156,38 +156,66 @@ pub fn apply_page<S: CasStore>(
         full: listing && page.more,
         configured: cursor.configured,
     };
-    // Taking the cursor first makes this worker the one that applies the page.
+    let more = page.more;
+    let applied = if !listing && page.overrides.is_empty() && page.deleted.is_empty() {
+        touch_stamp(store, now_ms);
+        Applied {
+            listed: Some(listed(held_count(store), page.total)),
+            ..Applied::default()
+        }
+    } else {
+        merge_into(
+            store,
+            asked,
+            page,
+            configured,
+            now_ms,
+            cursor.full,
+            next.full,
+        )
+    };
+    // The cursor moves only once the page's overrides are written, so the
+    // next page (whichever worker asks it) merges into them. Two workers
+    // answered the same page write the same list; one of them moves the
+    // cursor, and the other counts nothing.
     if !write(store, LIST_CURSOR_KEY, &next, version) {
         return Applied {
             stale: true,
             ..Applied::default()
         };
     }
-    if page.more {
+    if more {
         poll_again(store, now_ms);
     }
-    if !listing && page.overrides.is_empty() && page.deleted.is_empty() {
-        touch_stamp(store, now_ms);
-        return Applied {
-            listed: Some(listed(held_count(store), page.total)),
-            ..Applied::default()
-        };
-    }
-    let base = match (asked.since, cursor.full) {
+    applied
+}
+
+/// Writes the page's changes into the staging copy (`to_staging`: the
+/// listing goes on) or the node's list.
+fn merge_into<S: CasStore>(
+    store: &S,
+    asked: &ListQuery,
+    page: OverridePage,
+    configured: &BTreeSet<String>,
+    now_ms: u64,
+    from_staging: bool,
+    to_staging: bool,
+) -> Applied {
+    let base = match (asked.since, from_staging) {
         (0, _) => Vec::new(),
         (_, true) => staging(store),
         (_, false) => held(store),
     };
     let total = page.total;
     let (kept, cut) = select(merge(base, page), configured, now_ms, MAX_OVERRIDES);
-    if next.full {
+    if to_staging {
         set_staging(store, kept);
         return Applied {
             cut,
             ..Applied::default()
         };
     }
-    if listing && asked.since > 0 {
+    if from_staging && asked.since > 0 {
         set_staging(store, Vec::new());
     }
     let counts = listed(kept.len(), total);
