@@ -2,7 +2,8 @@
 #   edge     — Envoy 1.40.0 with the Ankusa filter (compiled here for wasm32-wasip1)
 #              at /etc/ankusa/ankusa_filter.wasm; the bootstrap is mounted by docker-compose.yml
 #   store    — ankusa-store (listens on $ANKUSA_STORE_LISTEN, Redis at $ANKUSA_REDIS_URL,
-#              accepted tokens from $ANKUSA_STORE_TOKEN_FILE; docker-compose.yml mounts a secret)
+#              edge and operator tokens from $ANKUSA_STORE_EDGE_TOKEN_FILE and
+#              $ANKUSA_STORE_OPERATOR_TOKEN_FILE; docker-compose.yml mounts two secrets)
 #   intake   — the sample intake (journal in /data)
 #   provider — the mock provider
 # Nothing needs to be built on the host first: `docker compose up --build`.
@@ -11,7 +12,7 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
 # One build serves the three targets below (same stage, so Docker builds it once).
-RUN cargo build --release --locked -p ankusa-store -p ankusa-tests --bin ankusa-store --bin intake --bin mock-provider \
+RUN cargo build --release --locked -p ankusa-store -p ankusa-tools --bin ankusa-store --bin intake --bin mock-provider \
  && mkdir -p /out \
  && cp target/release/ankusa-store target/release/intake target/release/mock-provider /out/
 

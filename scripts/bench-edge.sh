@@ -37,7 +37,7 @@ PIN=${PIN:-1}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 cargo build --release -p ankusa-store --bins >&2
-cargo build --release -p ankusa-tests --bin intake --bin bench-edge >&2
+cargo build --release -p ankusa-tools --bin intake --bin bench-edge >&2
 cargo build --release --target wasm32-wasip1 \
   -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout >&2
 

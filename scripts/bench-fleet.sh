@@ -14,7 +14,7 @@ TARGET_DIR=${CARGO_TARGET_DIR:-target}
 LIMIT=${LIMIT:-3600}
 
 cargo build --release -p ankusa-store --bins >&2
-cargo build --release -p ankusa-tests --bin intake --bin bench-fleet >&2
+cargo build --release -p ankusa-tools --bin intake --bin bench-fleet >&2
 cargo build --release --target wasm32-wasip1 -p ankusa-filter >&2
 
 timeout --kill-after=10 "$LIMIT" "$TARGET_DIR/release/bench-fleet" "$@"

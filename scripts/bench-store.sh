@@ -22,7 +22,7 @@ STORE_THREADS=${STORE_THREADS:-1}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 cargo build --release -p ankusa-store --bins >&2
-cargo build --release -p ankusa-tests --bin load >&2
+cargo build --release -p ankusa-tools --bin load >&2
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -39,9 +39,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A throw-away store token, passed by environment only (never on a command line).
-ANKUSA_STORE_TOKENS="bench-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
-export ANKUSA_STORE_TOKENS
+# A throw-away edge token (the benchmark only hits), passed by environment only (never on a command line).
+ANKUSA_STORE_EDGE_TOKENS="bench-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+export ANKUSA_STORE_EDGE_TOKENS
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 REDIS_PID=$!
@@ -73,7 +73,7 @@ drive() {
   local s0 r0 s1 r1 ok
   s0=$(cpu_s "$STORE_PID"); r0=$(cpu_s "$REDIS_PID")
   LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT$1" \
-    --header content-type:application/json --bearer-env ANKUSA_STORE_TOKENS --body "$2" --expect-body "$3" \
+    --header content-type:application/json --bearer-env ANKUSA_STORE_EDGE_TOKENS --body "$2" --expect-body "$3" \
     --clients "$CLIENTS" --seconds "$SECONDS_RUN")
   s1=$(cpu_s "$STORE_PID"); r1=$(cpu_s "$REDIS_PID")
   RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$LINE")

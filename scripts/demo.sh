@@ -40,7 +40,7 @@ bash scripts/setup.sh
 
 say "build: the filter (wasm32-wasip1, release), the store, intake, mock-provider and fleet"
 cargo build -q -p ankusa-filter --target wasm32-wasip1 --release
-cargo build -q -p ankusa-store -p ankusa-tests --bins
+cargo build -q -p ankusa-store -p ankusa-tools --bins
 # The binaries just built, whatever else target/ holds.
 export ANKUSA_PROFILE=debug
 bin=target/debug
@@ -109,6 +109,7 @@ admins=$(field admins)
 store=$(field store)
 intake=$(field intake)
 echo "edges $edges | admins $admins | store $store | intake $intake | redis $(field redis)"
+echo "the edges hold the store's edge token; its operator token (to change overrides) is in $(field operator_token_file)"
 
 say "traffic: mock-provider, $EVENTS GitHub events at $RATE/s, ${REDELIVER} redelivered to the other edge, ${FORGE} also forged"
 status=0

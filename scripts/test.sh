@@ -24,7 +24,10 @@ step "promtool: alert rules, scrape config, dashboard queries"
 promtool check rules deploy/prometheus/alerts.yml
 promtool test rules deploy/prometheus/alerts.test.yml
 promtool check config deploy/prometheus/prometheus.yml
-cargo test -q -p ankusa-tests --test dashboards
+cargo test -q -p ankusa-tests --test e2e dashboards::
+
+step "deployment: Kubernetes manifests, CRD examples, embedded copies, the remote-fetch bootstrap"
+bash scripts/check-deploy.sh
 
 step "build: binaries, the filter and the benchmark's floor filters"
 cargo build --workspace --bins

@@ -48,49 +48,75 @@ pub fn decode_u64(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(buf)
 }
 
+/// Compare-and-swap attempts per update before giving up. Each conflict
+/// means another worker's write landed, so 32 in a row only happens under a
+/// storm; giving up then (each caller says what that means for it) beats
+/// spinning on the request path.
+pub const MAX_TRIES: u32 = 32;
+
+/// What one attempt of [`update`] decided about the bytes it read.
+pub enum Cas<T> {
+    /// Leave the value alone: `T` is the answer.
+    Keep(T),
+    /// Write these bytes if the value is unchanged since the read: `T` is
+    /// the answer once the write lands.
+    Write(Vec<u8>, T),
+}
+
+/// Runs `attempt` until it gives an answer, at most [`MAX_TRIES`] times;
+/// `None` after that many conflicts. An attempt reads what it needs,
+/// decides, and returns `None` when its compare-and-swap lost a race.
+pub fn retry<T>(mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
+    (0..MAX_TRIES).find_map(|_| attempt())
+}
+
+/// Reads the bytes under `key`, lets `f` decide, and writes its bytes back
+/// by compare-and-swap, re-reading on a conflict (see [`retry`]).
+pub fn update<S: CasStore + ?Sized, T>(
+    store: &S,
+    key: &str,
+    mut f: impl FnMut(&[u8]) -> Cas<T>,
+) -> Option<T> {
+    retry(|| {
+        let (current, version) = store.get(key);
+        match f(&current) {
+            Cas::Keep(answer) => Some(answer),
+            Cas::Write(next, answer) => {
+                store.compare_and_set(key, &next, version).then_some(answer)
+            }
+        }
+    })
+}
+
 /// Applies `f` to the u64 under `key` by compare-and-swap; `f` returning
 /// `None` leaves it alone. Returns the value written (or the one that made `f`
-/// say no), after a bounded number of conflicts gives up with `None`.
+/// say no); `None` after [`MAX_TRIES`] conflicts.
 pub fn update_u64<S: CasStore + ?Sized>(
     store: &S,
     key: &str,
     f: impl Fn(u64) -> Option<u64>,
 ) -> Option<Result<u64, u64>> {
-    // Workers rarely collide on one key twice in a row; 16 tries is plenty and
-    // keeps a pathological storm from spinning a request forever.
-    for _ in 0..16 {
-        let (current, version) = read_u64(store, key);
+    update(store, key, |bytes| {
+        let current = decode_u64(bytes);
         match f(current) {
-            None => return Some(Err(current)),
-            Some(next) => {
-                if store.compare_and_set(key, &next.to_le_bytes(), version) {
-                    return Some(Ok(next));
-                }
-            }
+            None => Cas::Keep(Err(current)),
+            Some(next) => Cas::Write(next.to_le_bytes().to_vec(), Ok(next)),
         }
-    }
-    None
+    })
 }
 
 /// Replaces the bytes under `key` with `f(current)` by compare-and-swap;
-/// `None` from `f` leaves them alone. False after a bounded number of conflicts.
+/// `None` from `f` leaves them alone. False after [`MAX_TRIES`] conflicts.
 pub fn update_bytes<S: CasStore + ?Sized>(
     store: &S,
     key: &str,
     f: impl Fn(&[u8]) -> Option<Vec<u8>>,
 ) -> bool {
-    for _ in 0..16 {
-        let (current, version) = store.get(key);
-        match f(&current) {
-            None => return false,
-            Some(next) => {
-                if store.compare_and_set(key, &next, version) {
-                    return true;
-                }
-            }
-        }
-    }
-    false
+    update(store, key, |current| match f(current) {
+        None => Cas::Keep(false),
+        Some(next) => Cas::Write(next, true),
+    })
+    .unwrap_or(false)
 }
 
 /// A [`CasStore`] in memory with the host's semantics, for tests.
@@ -170,84 +196,4 @@ impl CasStore for MapStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    #[cfg(target_arch = "wasm32")]
-    use wasm_bindgen_test::wasm_bindgen_test as test;
-
-    #[test]
-    fn never_written_key_is_empty_at_version_zero() {
-        assert_eq!(MapStore::new().get("k"), (vec![], 0));
-    }
-
-    #[test]
-    fn stale_version_is_refused_and_changes_nothing() {
-        let store = MapStore::new();
-        assert!(store.compare_and_set("k", b"a", 0));
-        let (_, v1) = store.get("k");
-        assert!(store.compare_and_set("k", b"b", v1));
-        assert!(!store.compare_and_set("k", b"c", v1));
-        let (value, v2) = store.get("k");
-        assert_eq!(value, b"b");
-        assert_ne!(v1, v2);
-    }
-
-    #[test]
-    fn version_zero_writes_without_a_check() {
-        let store = MapStore::new();
-        assert!(store.compare_and_set("k", b"a", 0));
-        assert!(store.compare_and_set("k", b"b", 0));
-        assert_eq!(store.get("k").0, b"b");
-    }
-
-    #[test]
-    fn ensure_keys_creates_missing_keys_and_keeps_written_ones() {
-        let store = MapStore::new();
-        assert!(store.compare_and_set("a", b"state", 0));
-        ensure_keys(&store, ["a".to_string(), "b".to_string()]);
-        assert_eq!(store.get("a").0, b"state");
-        let (value, version) = store.get("b");
-        assert!(value.is_empty());
-        assert_ne!(version, 0, "a created key must carry a real version");
-        assert_eq!(store.keys(), ["a", "b"]);
-    }
-
-    #[test]
-    fn clone_is_independent_and_equal() {
-        let store = MapStore::new();
-        store.compare_and_set("k", b"a", 0);
-        let copy = store.clone();
-        assert_eq!(copy, store);
-        store.compare_and_set("k", b"b", 0);
-        assert_ne!(copy, store);
-        assert_eq!(copy.get("k").0, b"a");
-    }
-
-    #[test]
-    fn update_u64_counts_and_refuses_past_a_cap() {
-        let store = MapStore::new();
-        ensure_keys(&store, ["n".to_string()]);
-        let inc_below_2 = |n: u64| (n < 2).then_some(n + 1);
-        assert_eq!(update_u64(&store, "n", inc_below_2), Some(Ok(1)));
-        assert_eq!(update_u64(&store, "n", inc_below_2), Some(Ok(2)));
-        assert_eq!(update_u64(&store, "n", inc_below_2), Some(Err(2)));
-        assert_eq!(read_u64(&store, "n").0, 2);
-    }
-
-    #[test]
-    fn short_values_decode_as_zero() {
-        assert_eq!(decode_u64(&[]), 0);
-        assert_eq!(decode_u64(&[1, 2]), 0);
-        assert_eq!(decode_u64(&7u64.to_le_bytes()), 7);
-    }
-
-    #[test]
-    fn update_bytes_replaces_or_leaves_alone() {
-        let store = MapStore::new();
-        ensure_keys(&store, ["b".to_string()]);
-        assert!(update_bytes(&store, "b", |cur| Some([cur, b"x"].concat())));
-        assert!(update_bytes(&store, "b", |cur| Some([cur, b"y"].concat())));
-        assert!(!update_bytes(&store, "b", |_| None));
-        assert_eq!(store.get("b").0, b"xy");
-    }
-}
+mod tests;

@@ -16,7 +16,6 @@ use crate::shadow::Shadow;
 use crate::verify::VerifyRule;
 use crate::wire::{self, MAX_SETTLE_OPS};
 use std::collections::BTreeMap;
-use std::fmt;
 
 /// Longest source id or tenant name (bytes): the wire's name bound.
 pub const MAX_ID_LEN: usize = limits::MAX_NAME_LEN;
@@ -28,7 +27,8 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 1_048_576;
 pub const MAX_TIMEOUT_MS: u64 = limits::TIMEOUT_MS.max;
 
 /// A refused configuration. Display: `"{field}: {message}"`.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("{field}: {message}")]
 pub struct ConfigError {
     /// Dot path of the offending key (`fleet.timeout_ms`), or `config` for the whole document.
     pub field: String,
@@ -44,14 +44,6 @@ impl ConfigError {
         }
     }
 }
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 #[derive(Clone, PartialEq, Debug)]
 pub struct Config {
@@ -332,15 +324,8 @@ impl Config {
     }
 }
 
-/// A source id or tenant name: 1 to 64 bytes of `[A-Za-z0-9_-]` (it is a URL
-/// path segment, so no dots: `..` must never name anything).
-pub fn is_valid_id(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_ID_LEN
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+/// A source id or tenant name: the one rule of [`crate::limits::is_valid_id`].
+pub use crate::limits::is_valid_id;
 
 fn check_id(field: &str, name: &str, what: &str) -> Result<(), ConfigError> {
     if is_valid_id(name) {

@@ -11,8 +11,6 @@ pub const BUCKET_PREFIX: &str = "ankusa:nb:";
 pub const BREAKER_KEY: &str = "ankusa:breaker";
 /// The last configuration's tenant limits (JSON), to spot a reload that changed one.
 pub const LIMITS_KEY: &str = "ankusa:limits";
-/// Tenants whose fleet buckets the store should forget (JSON array), sent from a tick.
-pub const RESETS_KEY: &str = "ankusa:resets";
 /// When the degraded warning was last logged (ms, u64 LE): once a minute node-wide.
 pub const WARNED_KEY: &str = "ankusa:warned";
 /// The settle shared queue's name (one per `vm_id`).
@@ -36,10 +34,9 @@ pub const LIST_CURSOR_KEY: &str = "ankusa:overrides:cursor";
 pub const LIST_STAGING_KEY: &str = "ankusa:overrides:staging";
 
 /// Every fixed key (the bucket ring aside).
-pub const FIXED: [&str; 11] = [
+pub const FIXED: [&str; 10] = [
     BREAKER_KEY,
     LIMITS_KEY,
-    RESETS_KEY,
     WARNED_KEY,
     DEPTH_KEY,
     LEASE_KEY,

@@ -28,6 +28,13 @@
 //! - [`shadow`]: shadow mode, what is enforced and what is only counted.
 //! - [`ratelimit_headers`]: `RateLimit-Policy`/`RateLimit` (and legacy) header values from GCRA state.
 //! - [`token`]: the bearer token edges present to the store, and its constant-time check.
+//!
+//! Every decision here runs inside the filter's VM, where a panic takes the
+//! worker down: `unwrap`, `expect` and `panic!` are denied outside tests.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 pub mod breaker;
 pub mod cas;

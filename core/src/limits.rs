@@ -72,6 +72,22 @@ pub const SETTLE_INTERVAL_MS: Bound = Bound {
 /// Longest tenant name, source id or node id (bytes), in the config and on
 /// the wire.
 pub const MAX_NAME_LEN: usize = 64;
+/// A tenant name or source id: 1 to [`MAX_NAME_LEN`] bytes of
+/// `[A-Za-z0-9_-]`. It is a URL path segment an edge routes
+/// (`/webhooks/{tenant}/{source}`), so no dots (`..` must never name
+/// anything); the config parser and the store's wire checks use this one rule,
+/// so the store holds no tenant an edge can't route.
+pub fn is_valid_id(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// What [`is_valid_id`] asks for, to end an error message with.
+pub const ID_CHARS: &str = "characters of [A-Za-z0-9_-]";
+
 /// Longest event key on the wire (bytes); longer keys are hashed by the filter
 /// before they are sent (see [`crate::event_key`]).
 pub const MAX_KEY_LEN: usize = 200;

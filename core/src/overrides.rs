@@ -15,7 +15,7 @@ use crate::config::Limits;
 use crate::gcra::Quota;
 use crate::limits::{self, Bound};
 use crate::shadow::Shadow;
-use crate::wire::{is_valid_name, Charge, ChargeKind, WireError, MAX_NAME_LEN};
+use crate::wire::{Charge, ChargeKind, WireError, MAX_NAME_LEN};
 use serde::{Deserialize, Serialize};
 
 /// How long an override may be set for (`ttl_ms`, or `expires_at_ms` less
@@ -104,10 +104,13 @@ impl OverrideRequest {
     /// override for `tenant`, accepted at `now_ms` (unix ms). Every error
     /// names the field and the value.
     pub fn into_override(self, tenant: &str, now_ms: u64) -> Result<Override, WireError> {
-        if !is_valid_name(tenant) {
+        if !crate::limits::is_valid_id(tenant) {
             return Err(invalid(
                 "tenant",
-                format!("{tenant:?} is not 1 to {MAX_NAME_LEN} characters of [A-Za-z0-9_.-]"),
+                format!(
+                    "{tenant:?} is not 1 to {MAX_NAME_LEN} {}",
+                    crate::limits::ID_CHARS
+                ),
             ));
         }
         let hooks = pair(("rate", "burst"), (self.rate, self.burst))?;

@@ -167,7 +167,8 @@ fn invalid(field: impl Into<String>, problem: impl Into<String>) -> WireError {
     }
 }
 
-/// A tenant, source or node name: 1..=64 bytes of `[A-Za-z0-9_.-]`.
+/// A node name: 1..=64 bytes of `[A-Za-z0-9_.-]` (an Envoy node id may hold
+/// dots). Tenants and sources follow [`limits::is_valid_id`] (no dots).
 pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_LEN
@@ -187,6 +188,19 @@ fn check_name(field: &str, value: &str) -> Result<(), WireError> {
     }
 }
 
+/// A tenant or source id: the config's rule ([`limits::is_valid_id`]), so
+/// the store never holds a tenant no edge can route.
+fn check_id(field: &str, value: &str) -> Result<(), WireError> {
+    if limits::is_valid_id(value) {
+        Ok(())
+    } else {
+        Err(invalid(
+            field,
+            format!("{value:?} is not 1 to {MAX_NAME_LEN} {}", limits::ID_CHARS),
+        ))
+    }
+}
+
 fn check_bound(field: &str, bound: Bound, value: u64) -> Result<(), WireError> {
     bound
         .check(value)
@@ -195,7 +209,7 @@ fn check_bound(field: &str, bound: Bound, value: u64) -> Result<(), WireError> {
 
 impl Charge {
     pub fn validate(&self, field: &str) -> Result<(), WireError> {
-        check_name(&format!("{field}.tenant"), &self.tenant)?;
+        check_id(&format!("{field}.tenant"), &self.tenant)?;
         check_bound(&format!("{field}.rate"), limits::RATE, self.rate)?;
         check_bound(&format!("{field}.burst"), limits::BURST, self.burst)?;
         check_bound(
@@ -211,8 +225,8 @@ impl Charge {
 
 impl Claim {
     pub fn validate(&self, field: &str) -> Result<(), WireError> {
-        check_name(&format!("{field}.tenant"), &self.tenant)?;
-        check_name(&format!("{field}.source_id"), &self.source_id)?;
+        check_id(&format!("{field}.tenant"), &self.tenant)?;
+        check_id(&format!("{field}.source_id"), &self.source_id)?;
         check_name(&format!("{field}.node"), &self.node)?;
         if self.key.is_empty() || self.key.len() > MAX_KEY_LEN {
             return Err(invalid(
@@ -323,7 +337,7 @@ impl SettleRequest {
 
 impl ResetRequest {
     pub fn validate(&self) -> Result<(), WireError> {
-        check_name("tenant", &self.tenant)
+        check_id("tenant", &self.tenant)
     }
 }
 
@@ -538,6 +552,27 @@ mod tests {
         .validate()
         .unwrap_err();
         assert_eq!(err.field, "claim.tenant");
+    }
+
+    #[test]
+    fn tenants_and_sources_follow_the_configs_name_rule() {
+        // A dot is no part of a name an edge routes (`limits::is_valid_id`);
+        // a node name may hold one (Envoy node ids do).
+        let mut c = charge(ChargeKind::Hooks);
+        c.tenant = "a.b".into();
+        let err = c.validate("charges[0]").unwrap_err();
+        assert_eq!(err.field, "charges[0].tenant");
+        assert!(err.problem.contains("[A-Za-z0-9_-]"), "{}", err.problem);
+        let mut cl = claim();
+        cl.source_id = "..".into();
+        assert_eq!(cl.validate("claim").unwrap_err().field, "claim.source_id");
+        let mut cl = claim();
+        cl.node = "edge-1.example".into();
+        assert_eq!(cl.validate("claim"), Ok(()));
+        let reset = ResetRequest {
+            tenant: "a.b".into(),
+        };
+        assert_eq!(reset.validate().unwrap_err().field, "tenant");
     }
 
     #[test]

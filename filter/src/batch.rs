@@ -58,7 +58,7 @@ thread_local! {
 /// Registers this worker's wake queue (a name no other worker uses).
 /// Without one, every hook sends its own call as before.
 pub fn init(random: [u8; 10]) {
-    let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let name = hex::encode(random);
     let queue = hostcalls::register_shared_queue(&format!("ankusa.hits.{name}")).ok();
     STATE.with(|s| s.borrow_mut().wake = queue);
 }

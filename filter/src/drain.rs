@@ -1,5 +1,6 @@
 //! A root context's background calls: settle batches off the node-wide
-//! queue, and store resets a reload left, each tick; and their answers.
+//! queue, each tick; and their answers. (A reload resets only node buckets:
+//! `/v1/reset` is an operator's call, see `ankusa_core::reload`.)
 //! When a batch may leave, and what a failed one becomes, is the core's
 //! ([`ankusa_core::hook::settle`]).
 
@@ -9,18 +10,15 @@ use crate::shared::now_us;
 use ankusa_core::cas::read_u64;
 use ankusa_core::edge_keys::DEPTH_KEY;
 use ankusa_core::hook::settle::{after_failure, answered_ok, drain_due, request_body, Queued};
-use ankusa_core::reload::take_resets;
-use ankusa_core::wire::ResetRequest;
 use std::collections::HashMap;
 
-/// A settle batch or reset may take longer than one hit: it carries up to
+/// A settle batch may take longer than one hit: it carries up to
 /// `settle_batch_max` operations and nobody waits on it.
 pub const BACKGROUND_TIMEOUT_MS: u64 = 2_000;
 
 /// A background call in flight.
 enum Background {
     Settle(Vec<Queued>),
-    Reset,
 }
 
 /// The background calls in flight from one root context.
@@ -30,9 +28,8 @@ pub struct Drainer {
 }
 
 impl Drainer {
-    /// One tick: queued store resets leave, then a settle batch if one is due.
+    /// One tick: a settle batch leaves if one is due.
     pub fn tick(&mut self, rt: &Runtime) {
-        self.send_resets(rt);
         self.drain(rt);
     }
 
@@ -67,16 +64,6 @@ impl Drainer {
         }
     }
 
-    fn send_resets(&mut self, rt: &Runtime) {
-        for tenant in take_resets(&HOST) {
-            let body = serde_json::to_vec(&ResetRequest { tenant }).unwrap_or_default();
-            if let Some(token) = call(rt, "/v1/reset", &body) {
-                rt.metrics.reset_sent();
-                self.inflight.insert(token, Background::Reset);
-            }
-        }
-    }
-
     /// The store's answer (`status`) to the background call `token`, if it is ours.
     pub fn answered(&mut self, rt: &Runtime, token: u32, status: Option<&str>) {
         let Some(background) = self.inflight.remove(&token) else {
@@ -85,11 +72,6 @@ impl Drainer {
         let ok = answered_ok(status);
         match background {
             Background::Settle(batch) => settled(rt, batch, ok),
-            Background::Reset => {
-                if !ok {
-                    log::info!("ankusa: store reset answered {status:?}; its buckets converge on their own");
-                }
-            }
         }
     }
 

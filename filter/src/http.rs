@@ -118,6 +118,28 @@ impl<H: Host> Hook<H> {
     }
 }
 
+impl<H: Host> Hook<H> {
+    /// A step of the request's body or trailers. A machine parked waiting
+    /// for its worker's batched call (see [`crate::batch`]) takes the event
+    /// where it is parked and stays there, the request paused meanwhile.
+    fn request_event(&mut self, event: impl FnOnce(&mut machine::Hook, &H) -> Step) -> Action {
+        let Some(host) = &self.host else {
+            return Action::Pause;
+        };
+        self.batching.reclaim(&mut self.machine);
+        if let Some(mut parked) = batch::take_waiting(self.batching.id) {
+            // Its call is in flight: the machine learns the body is all in
+            // (a refusal waits for that) and keeps the request paused.
+            let step = event(&mut parked, host);
+            let flow = perform(host, &mut parked, step);
+            batch::park(self.batching.id, parked);
+            return action(flow);
+        }
+        let step = event(&mut self.machine, host);
+        action(self.batching.run(host, &mut self.machine, step))
+    }
+}
+
 impl<H: Host> Context for Hook<H> {
     fn on_http_call_response(
         &mut self,
@@ -142,6 +164,30 @@ impl<H: Host> Context for Hook<H> {
     }
 }
 
+// Every callback of proxy-wasm 0.2's `Context` and `HttpContext` this hook
+// leaves to the SDK's default, and why that default can't let a request pass
+// undecided. On the request path the hook implements every callback Envoy
+// makes (headers, body, trailers): each one pauses until the hook is decided
+// and let through, and a request goes upstream only when one of them returns
+// `Continue` or the store's answer resumes it.
+//
+// - `on_http_response_body`, `on_http_response_trailers` (default
+//   `Continue`): a response exists only for a request already decided — the
+//   upstream's answer to a hook let through, or a local reply. Going on with
+//   it moves no request.
+// - Request metadata: the SDK 0.2 exports no `proxy_on_request_metadata`,
+//   so Envoy's wasm filter answers HTTP/2 METADATA with `Continue` itself.
+//   That passes the metadata on without resuming a filter paused on the
+//   headers, body or trailers, and the listener doesn't enable the codec's
+//   `allow_metadata` anyway, so none reaches a filter.
+// - `on_done` (default `true`: the context may be deleted): Envoy calls it
+//   as the stream is torn down, when there is nothing left to let through;
+//   what the hook holds is released in `on_log`, which every stream gets.
+// - `on_grpc_call_response`, `on_grpc_stream_*`: the hook makes no gRPC call,
+//   so they never come; `on_foreign_function`: it calls none. They return
+//   nothing a stream's flow could read.
+// - `HttpContext::on_log` and `Context::on_http_call_response` are
+//   implemented above and below.
 impl<H: Host> HttpContext for Hook<H> {
     fn on_http_request_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {
         let Some(host) = &self.host else {
@@ -163,32 +209,31 @@ impl<H: Host> HttpContext for Hook<H> {
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        let Some(host) = &self.host else {
-            return Action::Pause;
-        };
-        self.batching.reclaim(&mut self.machine);
-        if let Some(mut parked) = batch::take_waiting(self.batching.id) {
-            // Its call is in flight: the machine learns the body is all in
-            // (a refusal waits for that) and keeps the request paused.
-            let step = parked.on_body(
+        self.request_event(|machine, host| {
+            machine.on_body(
                 &host.env(),
                 body_size as u64,
                 end_of_stream,
                 || host.request_body(body_size),
                 || host.now_us(),
-            );
-            let flow = perform(host, &mut parked, step);
-            batch::park(self.batching.id, parked);
-            return action(flow);
-        }
-        let step = self.machine.on_body(
-            &host.env(),
-            body_size as u64,
-            end_of_stream,
-            || host.request_body(body_size),
-            || host.now_us(),
-        );
-        action(self.batching.run(host, &mut self.machine, step))
+            )
+        })
+    }
+
+    /// The trailers end the body (its last chunk came without
+    /// `end_of_stream`): the machine decides now if it was waiting for the
+    /// body, and the request stays paused until the hook is let through.
+    /// Left to the SDK's default (`Continue`), Envoy would move a request
+    /// on that the body callback was holding, undecided.
+    fn on_http_request_trailers(&mut self, _trailers: usize) -> Action {
+        self.request_event(|machine, host| {
+            // Everything buffered: the host reads no more than there is.
+            machine.on_trailers(
+                &host.env(),
+                || host.request_body(usize::MAX),
+                || host.now_us(),
+            )
+        })
     }
 
     fn on_http_response_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {

@@ -45,7 +45,6 @@ pub struct Metrics {
     settle_depth: u32,
     settle_batches_ok: u32,
     settle_batches_failed: u32,
-    resets: u32,
     contended: u32,
     override_polls_ok: u32,
     override_polls_failed: u32,
@@ -103,7 +102,6 @@ impl Metrics {
                 Counter,
                 &labelled("ankusa_fleet_settle_batches_total", "result", "failed"),
             ),
-            resets: define(Counter, "ankusa_fleet_resets_total"),
             contended: define(Counter, "ankusa_node_contended_total"),
             override_polls_ok: define(
                 Counter,
@@ -202,10 +200,6 @@ impl Metrics {
     /// A hook admitted uncharged because every compare-and-swap on its node bucket conflicted.
     pub fn contended(&self) {
         Self::inc(self.contended, 1);
-    }
-
-    pub fn reset_sent(&self) {
-        Self::inc(self.resets, 1);
     }
 
     /// One override-list poll: taken (`cut` overrides left out past the

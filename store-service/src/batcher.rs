@@ -190,14 +190,7 @@ async fn flush(backend: Arc<Backend>, jobs: Vec<Job>) {
         };
         for entry in &entries {
             match &result {
-                Ok(()) => {
-                    counts[entry.job] += 1;
-                    let op = match entry.op {
-                        SettleOp::Promote { .. } => "promote",
-                        SettleOp::Release { .. } => "release",
-                    };
-                    backend.metrics.settle_ops.with_label_values(&[op]).inc();
-                }
+                Ok(()) => counts[entry.job] += 1,
                 Err(e) => {
                     let slot = &mut dones[entry.job].1;
                     if slot.is_none() {
@@ -226,7 +219,8 @@ async fn flush(backend: Arc<Backend>, jobs: Vec<Job>) {
 /// Applies `entries` on `node` in one pipeline. When a Cluster moved a slot
 /// since the slot map was read, the node answers MOVED/ASK: the map is read
 /// again and the entries are regrouped and sent once more. Both ops are
-/// idempotent, so a resend is safe.
+/// idempotent (a second promote finds the key committed, a second release
+/// finds it free), so a resend is safe.
 async fn apply(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), StoreError> {
     match send(backend, node, entries).await {
         Err(Failure::Redirected) => {
@@ -267,45 +261,44 @@ enum Failure {
     Failed(StoreError),
 }
 
-/// One pipeline to `node`. A Redis that lost its script cache answers
-/// NOSCRIPT; the pipeline is then sent again with the script text (EVAL),
-/// which also caches it.
+/// One pipeline to `node`: `SCRIPT LOAD` of the settle script, then one
+/// `EVALSHA` per operation, so a Redis that lost its script cache (restart,
+/// `SCRIPT FLUSH`) runs the batch in the same round trip.
 async fn send(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), Failure> {
-    let mut with_text = false;
-    loop {
-        let pipe = build(backend, entries, with_text);
-        let result = backend.send_pipeline(node, &pipe, entries.len()).await;
-        let (noscript, redirected) = match &result {
-            Err(e) => (
-                e.kind() == redis::ErrorKind::NoScriptError,
-                matches!(e.kind(), redis::ErrorKind::Moved | redis::ErrorKind::Ask),
-            ),
-            Ok(values) => (
-                values.iter().any(|v| has_code(v, "NOSCRIPT")),
-                values
-                    .iter()
-                    .any(|v| has_code(v, "MOVED") || has_code(v, "ASK")),
-            ),
-        };
-        if redirected {
-            return Err(Failure::Redirected);
+    let mut pipe = redis::pipe();
+    pipe.cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(backend.scripts.settle_text);
+    for entry in entries {
+        push_op(&mut pipe, backend, &entry.op);
+    }
+    let result = backend
+        .send_pipeline(node, &pipe, entries.len() + 1)
+        .await
+        .map(|values| values.into_iter().skip(1).collect::<Vec<_>>());
+    let redirected = match &result {
+        Err(e) => matches!(e.kind(), redis::ErrorKind::Moved | redis::ErrorKind::Ask),
+        Ok(values) => values
+            .iter()
+            .any(|v| has_code(v, "MOVED") || has_code(v, "ASK")),
+    };
+    if redirected {
+        return Err(Failure::Redirected);
+    }
+    match result {
+        Err(e) => {
+            log::warn!("settle pipeline on {node:?}: {e}");
+            Err(Failure::Failed(StoreError::from_redis(&e)))
         }
-        if noscript && !with_text {
-            with_text = true;
-            continue;
-        }
-        return match result {
-            Err(e) => {
-                log::warn!("settle pipeline on {node:?}: {e}");
-                Err(Failure::Failed(StoreError::from_redis(&e)))
+        Ok(values) => match values.iter().find(|v| matches!(v, Value::ServerError(_))) {
+            Some(err) => Err(Failure::Failed(StoreError::Internal(format!(
+                "settle op failed: {err:?}"
+            )))),
+            None => {
+                count_outcomes(backend, entries.iter().map(|e| &e.op), &values);
+                Ok(())
             }
-            Ok(values) => match values.iter().find(|v| matches!(v, Value::ServerError(_))) {
-                Some(err) => Err(Failure::Failed(StoreError::Internal(format!(
-                    "settle op failed: {err:?}"
-                )))),
-                None => Ok(()),
-            },
-        };
+        },
     }
 }
 
@@ -313,36 +306,61 @@ fn has_code(value: &Value, code: &str) -> bool {
     matches!(value, Value::ServerError(e) if e.code() == code)
 }
 
-fn build(backend: &Backend, entries: &[Entry], with_text: bool) -> Pipeline {
-    let mut pipe = redis::pipe();
-    for entry in entries {
-        push_op(&mut pipe, backend, &entry.op, with_text);
-    }
-    pipe
-}
-
-/// Adds one settle operation to `pipe`: a promote is a `SET`, a release the
-/// release script (by its text when `with_text`, else by its hash).
-pub fn push_op(pipe: &mut Pipeline, backend: &Backend, op: &SettleOp, with_text: bool) {
-    let key = keys::claim(op.claim());
+/// Adds one settle operation to `pipe`: the settle script by its hash (the
+/// pipeline loads it first), which moves the claim only while it is pending
+/// under `claim.hook_id`. A promote commits it under the hook id the
+/// upstream answered with; one whose pending key expired, or that names a
+/// key its hook never held, changes nothing (the redelivery is admitted and
+/// the upstream's own index catches the copy).
+pub fn push_op(pipe: &mut Pipeline, backend: &Backend, op: &SettleOp) {
+    pipe.cmd("EVALSHA")
+        .arg(backend.scripts.settle.get_hash())
+        .arg(1)
+        .arg(keys::claim(op.claim()))
+        .arg(keys::pending_prefix(&op.claim().hook_id));
     match op {
-        // Also after the pending key expired: the hook is durable either way.
         SettleOp::Promote { hook_id, claim } => {
-            pipe.cmd("SET")
-                .arg(&key)
+            pipe.arg("promote")
                 .arg(keys::committed_value(hook_id))
-                .arg("PX")
                 .arg(claim.ttl_ms);
         }
-        SettleOp::Release { claim } => {
-            if with_text {
-                pipe.cmd("EVAL").arg(backend.scripts.release_text);
-            } else {
-                pipe.cmd("EVALSHA").arg(backend.scripts.release.get_hash());
-            }
-            pipe.arg(1)
-                .arg(&key)
-                .arg(keys::pending_prefix(&claim.hook_id));
+        SettleOp::Release { .. } => {
+            pipe.arg("release");
+        }
+    }
+}
+
+/// The `op` label of a settle operation.
+pub fn op_name(op: &SettleOp) -> &'static str {
+    match op {
+        SettleOp::Promote { .. } => "promote",
+        SettleOp::Release { .. } => "release",
+    }
+}
+
+/// Counts the settle script's answers to `ops`: every one in
+/// `ankusa_store_settle_ops_total{op}`, and one that changed nothing (the
+/// key was free, committed, or pending under another hook) also in
+/// `ankusa_store_settle_skipped_total{op,why}`.
+pub fn count_outcomes<'a>(
+    backend: &Backend,
+    ops: impl IntoIterator<Item = &'a SettleOp>,
+    values: &[Value],
+) {
+    for (op, value) in ops.into_iter().zip(values) {
+        let name = op_name(op);
+        backend.metrics.settle_ops.with_label_values(&[name]).inc();
+        let why = match value {
+            Value::BulkString(b) => std::str::from_utf8(b).ok(),
+            Value::SimpleString(s) => Some(s.as_str()),
+            _ => None,
+        };
+        if let Some(why @ ("free" | "committed" | "other_hook")) = why {
+            backend
+                .metrics
+                .settle_skipped
+                .with_label_values(&[name, why])
+                .inc();
         }
     }
 }

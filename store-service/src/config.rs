@@ -1,6 +1,6 @@
 //! Flags (with environment fallbacks) and where Redis lives.
 
-use crate::auth::Tokens;
+use crate::tokens::{Role, RoleTokens};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,9 +48,19 @@ pub struct Config {
         default_value_t = 30_000
     )]
     pub header_read_timeout_ms: u64,
-    /// A file of accepted bearer tokens, one per line (`#` comments allowed).
-    /// More tokens can come from the ANKUSA_STORE_TOKENS environment variable
-    /// (comma separated). There is no flag carrying a token itself.
+    /// A file of the edges' bearer tokens, one per line (`#` comments
+    /// allowed): hits, settles, reading overrides. More can come from the
+    /// ANKUSA_STORE_EDGE_TOKENS environment variable (comma separated).
+    /// There is no flag carrying a token itself.
+    #[arg(long, env = "ANKUSA_STORE_EDGE_TOKEN_FILE", value_name = "PATH")]
+    pub edge_token_file: Option<PathBuf>,
+    /// A file of the operators' bearer tokens, one per line: all an edge
+    /// may, and changing overrides and resetting a tenant's buckets. More can
+    /// come from ANKUSA_STORE_OPERATOR_TOKENS (comma separated).
+    #[arg(long, env = "ANKUSA_STORE_OPERATOR_TOKEN_FILE", value_name = "PATH")]
+    pub operator_token_file: Option<PathBuf>,
+    /// Refused: the single-role token file of earlier versions (its tokens
+    /// did everything). Use --edge-token-file and --operator-token-file.
     #[arg(long, env = "ANKUSA_STORE_TOKEN_FILE", value_name = "PATH")]
     pub token_file: Option<PathBuf>,
     /// Accept `/v1/*` calls with no token: only when something in front of the
@@ -63,9 +73,9 @@ pub struct Config {
     #[arg(long, env = "ANKUSA_STORE_THREADS", default_value_t = 0)]
     pub threads: usize,
     /// Tokens given in code (tests, embedders); the binary fills it from
-    /// ANKUSA_STORE_TOKENS.
+    /// ANKUSA_STORE_EDGE_TOKENS and ANKUSA_STORE_OPERATOR_TOKENS.
     #[arg(skip)]
-    pub tokens: Tokens,
+    pub tokens: RoleTokens,
 }
 
 impl Config {
@@ -80,18 +90,28 @@ impl Config {
             settle_batch_max: 2000,
             settle_queue_max: 100_000,
             header_read_timeout_ms: 30_000,
+            edge_token_file: None,
+            operator_token_file: None,
             token_file: None,
             insecure_no_auth: true,
             threads: 0,
-            tokens: Tokens::default(),
+            tokens: RoleTokens::default(),
         }
     }
 
     /// The same server requiring one of `tokens` on every `/v1/*` call.
-    pub fn with_tokens(mut self, tokens: Tokens) -> Config {
+    pub fn with_tokens(mut self, tokens: RoleTokens) -> Config {
         self.insecure_no_auth = false;
         self.tokens = tokens;
         self
+    }
+
+    /// The token file of `role`, if one was given.
+    pub fn token_file_of(&self, role: Role) -> Option<&PathBuf> {
+        match role {
+            Role::Edge => self.edge_token_file.as_ref(),
+            Role::Operator => self.operator_token_file.as_ref(),
+        }
     }
 
     pub fn header_read_timeout(&self) -> Duration {

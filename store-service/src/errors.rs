@@ -23,6 +23,12 @@ pub enum StoreError {
     },
     /// No accepted bearer token on a `/v1/*` call.
     Unauthorized(crate::auth::Refusal),
+    /// An accepted token whose role may not make this call.
+    Forbidden {
+        role: crate::tokens::Role,
+        method: String,
+        path: String,
+    },
     /// The settle queue is full; the caller retries later.
     Overloaded {
         queued_max: usize,
@@ -69,6 +75,7 @@ impl StoreError {
             StoreError::NotFound { .. } => StatusCode::NOT_FOUND,
             StoreError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             StoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            StoreError::Forbidden { .. } => StatusCode::FORBIDDEN,
             StoreError::Overloaded { .. }
             | StoreError::Timeout { .. }
             | StoreError::RedisUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -83,6 +90,7 @@ impl StoreError {
             StoreError::NotFound { .. } => "not_found",
             StoreError::MethodNotAllowed { .. } => "method_not_allowed",
             StoreError::Unauthorized(_) => "unauthorized",
+            StoreError::Forbidden { .. } => "forbidden",
             StoreError::Overloaded { .. } => "overloaded",
             StoreError::Timeout { .. } => "timeout",
             StoreError::RedisUnavailable(_) => "redis_unavailable",
@@ -104,6 +112,10 @@ impl StoreError {
             StoreError::Unauthorized(crate::auth::Refusal::Invalid) => {
                 "the bearer token is not one the store accepts".into()
             }
+            StoreError::Forbidden { role, method, path } => format!(
+                "an {} token may not {method} {path}; it needs an operator token",
+                role.as_str()
+            ),
             StoreError::Overloaded { queued_max } => {
                 format!("the settle queue holds its {queued_max} operations; retry later")
             }

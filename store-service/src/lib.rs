@@ -1,6 +1,7 @@
 //! The Ankusa fleet store: the shared state of a fleet of edges, in front of Redis.
 //!
-//! - [`auth`]: the bearer tokens every `/v1/*` caller must present, and the start-up policy.
+//! - [`auth`]: the start-up policy, the check of a caller's token and the role each endpoint needs.
+//! - [`tokens`]: the accepted bearer tokens by role (edge, operator), from files and the environment.
 //! - [`config`]: flags, environment fallbacks, and the Redis target (single or Cluster).
 //! - [`server`]: the listener (HTTP/1.1 and h2c) and the graceful stop; tests call [`server::run`].
 //! - [`routes`]: `/v1/hit`, `/v1/hits`, `/v1/settle`, `/v1/reset`, `/metrics`, `/healthz`, `/readyz`.
@@ -21,5 +22,6 @@ pub mod override_log;
 pub mod routes;
 pub mod scripts;
 pub mod server;
+pub mod tokens;
 
 pub use config::Config;

@@ -1,5 +1,5 @@
-use ankusa_store::auth::{Tokens, TOKENS_ENV};
 use ankusa_store::config::redact_url;
+use ankusa_store::tokens::{Role, Tokens, OLD_TOKENS_ENV};
 use ankusa_store::{server, Config};
 use clap::Parser;
 
@@ -36,12 +36,21 @@ fn main() {
     if log::set_logger(&StderrLog).is_ok() {
         log::set_max_level(level);
     }
-    if let Ok(list) = std::env::var(TOKENS_ENV) {
-        match Tokens::from_list(&list) {
-            Ok(tokens) => config.tokens = tokens,
-            Err(e) => {
-                eprintln!("ankusa-store: {e}");
-                std::process::exit(2);
+    if std::env::var_os(OLD_TOKENS_ENV).is_some() {
+        eprintln!(
+            "ankusa-store: {}",
+            ankusa_store::auth::old_tokens_env_refused()
+        );
+        std::process::exit(2);
+    }
+    for role in [Role::Edge, Role::Operator] {
+        if let Ok(list) = std::env::var(role.env()) {
+            match Tokens::from_list(&list, role) {
+                Ok(tokens) => *config.tokens.of_mut(role) = tokens,
+                Err(e) => {
+                    eprintln!("ankusa-store: {e}");
+                    std::process::exit(2);
+                }
             }
         }
     }

@@ -25,6 +25,11 @@ pub struct Metrics {
     pub redis_up: IntGauge,
     /// `ankusa_store_unauthorized_total{reason}`: `/v1/*` calls refused, `missing` or `invalid` token.
     pub unauthorized: IntCounterVec,
+    /// `ankusa_store_forbidden_total{endpoint}`: `/v1/*` calls with an accepted token outside its role.
+    pub forbidden: IntCounterVec,
+    /// `ankusa_store_settle_skipped_total{op,why}`: settle operations that changed nothing because
+    /// the key was not pending under the claim's hook (`free`, `committed`, `other_hook`).
+    pub settle_skipped: IntCounterVec,
     /// `ankusa_store_late_total{endpoint}`: Redis work that completed after its caller's deadline.
     pub late: IntCounterVec,
     /// `ankusa_store_settle_queued_ops`: settle operations waiting for (or in) a flush.
@@ -97,6 +102,22 @@ impl Metrics {
             &["reason"],
         )
         .expect("static metric definition");
+        let forbidden = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_forbidden_total",
+                "/v1/* calls refused 403: an accepted token outside its role, by endpoint.",
+            ),
+            &["endpoint"],
+        )
+        .expect("static metric definition");
+        let settle_skipped = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_settle_skipped_total",
+                "Settle operations that changed nothing: the key was not pending under the claim's hook.",
+            ),
+            &["op", "why"],
+        )
+        .expect("static metric definition");
         let late = IntCounterVec::new(
             Opts::new(
                 "ankusa_store_late_total",
@@ -120,6 +141,8 @@ impl Metrics {
             Box::new(errors.clone()),
             Box::new(redis_up.clone()),
             Box::new(unauthorized.clone()),
+            Box::new(forbidden.clone()),
+            Box::new(settle_skipped.clone()),
             Box::new(late.clone()),
             Box::new(settle_queued_ops.clone()),
         ] {
@@ -136,6 +159,8 @@ impl Metrics {
             errors,
             redis_up,
             unauthorized,
+            forbidden,
+            settle_skipped,
             late,
             settle_queued_ops,
         }

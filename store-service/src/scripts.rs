@@ -7,15 +7,17 @@ use redis::Script;
 /// The GCRA function shared by the hit script and the parity tests.
 pub const GCRA_LUA: &str = include_str!("scripts/gcra.lua");
 const HIT_BODY: &str = include_str!("scripts/hit.lua");
-const RELEASE_LUA: &str = include_str!("scripts/release.lua");
+const SETTLE_LUA: &str = include_str!("scripts/settle.lua");
 
 pub struct Scripts {
     pub hit: Script,
     /// The hit script's text, loaded ahead of each `/v1/hits` pipeline.
     pub hit_text: String,
-    pub release: Script,
-    /// The release script's text, for pipelines that must fall back to EVAL.
-    pub release_text: &'static str,
+    /// Promote and release: each moves a claim only while the caller's hook
+    /// holds it pending.
+    pub settle: Script,
+    /// The settle script's text, loaded ahead of each pipeline that settles.
+    pub settle_text: &'static str,
 }
 
 impl Scripts {
@@ -23,8 +25,8 @@ impl Scripts {
         Scripts {
             hit: Script::new(&hit_source()),
             hit_text: hit_source(),
-            release: Script::new(RELEASE_LUA),
-            release_text: RELEASE_LUA,
+            settle: Script::new(SETTLE_LUA),
+            settle_text: SETTLE_LUA,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The sample intake (`intake` from ankusa-tests) on a free port: the upstream
+//! The sample intake (`intake` from ankusa-tools) on a free port: the upstream
 //! every edge in a test forwards admitted hooks to.
 
 use crate::ports::free_port;
@@ -6,6 +6,9 @@ use crate::process::{scratch_dir, Proc};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+/// The flag that makes the intake obey its test headers.
+pub const OBEY_TEST_HEADERS: &str = "--obey-test-headers";
 
 /// A running intake, stopped on drop; its journal stays in `dir`.
 pub struct Intake {
@@ -17,6 +20,12 @@ pub struct Intake {
 impl Intake {
     pub fn start() -> Intake {
         Self::start_on(free_port(), &scratch_dir("intake"), &[])
+    }
+
+    /// [`Intake::start`], obeying the test headers `x-intake-delay-ms` and
+    /// `x-intake-status` (`--obey-test-headers`).
+    pub fn start_obeying() -> Intake {
+        Self::start_on(free_port(), &scratch_dir("intake"), &[OBEY_TEST_HEADERS])
     }
 
     /// Starts on `port` with its journal in `dir` (restart on the same port and

@@ -3,7 +3,10 @@
 use crate::paths::workspace_bin;
 use crate::ports::free_port;
 use crate::process::{scratch_dir, Proc};
-use crate::token::{run_token, STORE_TOKENS_ENV};
+use crate::token::{
+    operator_token, run_token, EDGE_TOKENS_ENV, OLD_STORE_TOKENS_ENV, OPERATOR_TOKENS_ENV,
+    STORE_TOKEN_VARS,
+};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -20,14 +23,18 @@ impl Store {
     }
 
     /// Starts on `port` with `extra_args` (e.g. `["--settle-window-ms", "50"]`),
-    /// accepting the run's token ([`crate::token::run_token`]), which the
-    /// edges of [`crate::envoy`] present.
+    /// accepting the run's edge token ([`crate::token::run_token`]), which the
+    /// edges of [`crate::envoy`] present, and its operator token
+    /// ([`crate::token::operator_token`]), which tests changing overrides use.
     pub fn start_on(port: u16, redis_url: &str, extra_args: &[&str]) -> Store {
         Self::start_with_env(
             port,
             redis_url,
             extra_args,
-            &[(STORE_TOKENS_ENV, run_token())],
+            &[
+                (EDGE_TOKENS_ENV, run_token()),
+                (OPERATOR_TOKENS_ENV, operator_token()),
+            ],
         )
     }
 
@@ -43,9 +50,11 @@ impl Store {
         let mut cmd = Command::new(workspace_bin("ankusa-store"));
         cmd.args(["--listen", &listen, "--redis-url", redis_url])
             .args(extra_args)
-            .env_remove(STORE_TOKENS_ENV)
-            .env_remove("ANKUSA_STORE_TOKEN_FILE")
-            .envs(env.iter().copied());
+            .env_remove(OLD_STORE_TOKENS_ENV);
+        for var in STORE_TOKEN_VARS {
+            cmd.env_remove(var);
+        }
+        cmd.envs(env.iter().copied());
         let log = scratch_dir("store").join(format!("store-{port}.log"));
         let mut proc = Proc::spawn("ankusa-store", cmd, &log);
         proc.wait_for_port(port, Duration::from_secs(10));

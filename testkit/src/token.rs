@@ -1,20 +1,42 @@
-//! The store token of one test run: fresh random bytes per process, handed to
-//! the store (`ANKUSA_STORE_TOKENS`) and to every Envoy edge
-//! (`ANKUSA_STORE_TOKEN`, read by the filter) through their environment, so
-//! it shows in neither a command line nor a config file.
+//! The store tokens of one test run, fresh random bytes per process: an edge
+//! token, handed to the store (`ANKUSA_STORE_EDGE_TOKENS`) and to every Envoy
+//! edge (`ANKUSA_STORE_TOKEN`, read by the filter), and an operator token,
+//! handed only to the store (`ANKUSA_STORE_OPERATOR_TOKENS`) and used by tests
+//! that change overrides. Both go through the environment, so they show in
+//! neither a command line nor a config file.
 
 use std::io::Read;
 use std::sync::OnceLock;
 
-/// What the store reads its accepted tokens from (comma separated).
-pub const STORE_TOKENS_ENV: &str = "ANKUSA_STORE_TOKENS";
+/// What the store reads its accepted edge tokens from (comma separated).
+pub const EDGE_TOKENS_ENV: &str = "ANKUSA_STORE_EDGE_TOKENS";
+/// What the store reads its accepted operator tokens from (comma separated).
+pub const OPERATOR_TOKENS_ENV: &str = "ANKUSA_STORE_OPERATOR_TOKENS";
+/// Every variable the store reads tokens or token files from, the refused
+/// single-role ones of earlier versions included: a child store starts
+/// with none of them unless a test hands it one.
+pub const STORE_TOKEN_VARS: [&str; 5] = [
+    EDGE_TOKENS_ENV,
+    OPERATOR_TOKENS_ENV,
+    "ANKUSA_STORE_EDGE_TOKEN_FILE",
+    "ANKUSA_STORE_OPERATOR_TOKEN_FILE",
+    "ANKUSA_STORE_TOKEN_FILE",
+];
+/// The single-role variable of earlier versions; the store refuses it.
+pub const OLD_STORE_TOKENS_ENV: &str = "ANKUSA_STORE_TOKENS";
 /// What the filter reads its token from (through Envoy's environment).
 pub const EDGE_TOKEN_ENV: &str = "ANKUSA_STORE_TOKEN";
 
-/// This process's token: 32 hex digits from `/dev/urandom`.
+/// This process's edge token: 32 hex digits from `/dev/urandom`.
 pub fn run_token() -> &'static str {
     static TOKEN: OnceLock<String> = OnceLock::new();
     TOKEN.get_or_init(|| fresh_token("run"))
+}
+
+/// This process's operator token (overrides, resets), never given to an edge.
+pub fn operator_token() -> &'static str {
+    static TOKEN: OnceLock<String> = OnceLock::new();
+    TOKEN.get_or_init(|| fresh_token("operator"))
 }
 
 /// A new random token, `ankusa-<label>-<32 hex digits>`.
@@ -27,9 +49,16 @@ pub fn fresh_token(label: &str) -> String {
     format!("ankusa-{label}-{hex}")
 }
 
-/// `authorization: Bearer <run token>`, for tests that call the store directly.
+/// `authorization: Bearer <run token>`, for tests that call the store directly
+/// as an edge does.
 pub fn auth_header() -> (&'static str, String) {
     ("authorization", format!("Bearer {}", run_token()))
+}
+
+/// `authorization: Bearer <operator token>`, for tests that change overrides
+/// or reset a tenant.
+pub fn operator_auth_header() -> (&'static str, String) {
+    ("authorization", format!("Bearer {}", operator_token()))
 }
 
 #[cfg(test)]
@@ -39,6 +68,7 @@ mod tests {
     #[test]
     fn tokens_are_random_and_stable_within_a_run() {
         assert_eq!(run_token(), run_token());
+        assert_ne!(run_token(), operator_token());
         assert_ne!(fresh_token("a"), fresh_token("a"));
         assert!(run_token().len() >= 16);
     }

@@ -1,18 +1,7 @@
-//! The parts of a local Ankusa fleet that aren't Ankusa itself.
+//! What the end-to-end tests share.
 //!
-//! - [`intake`]: the sample upstream ("queue writer") that stores admitted hooks durably.
-//! - [`fleet`]: Redis, the store, the intake and N Envoy edges as one unit.
-//! - [`provider`]: the mock webhook provider and its audit of the intake.
-//! - [`faults`]: the fault suite: faults injected under traffic, the audit, the figures.
-//! - [`load`]: a keep-alive HTTP/1.1 load generator (the benchmark scripts' client).
-//! - [`floors`]: the no-op and one-callout wasm filters the edge benchmark compares with.
-//! - [`ids`], [`codec`]: hook ids, seedable randomness, the encodings providers sign with.
+//! - [`edge_support`]: Envoy edge configs, concurrent senders, stand-in stores that fail.
+//! - [`observability_support`]: the fleet Prometheus scrapes, and promtool.
 
-pub mod codec;
-pub mod faults;
-pub mod fleet;
-pub mod floors;
-pub mod ids;
-pub mod intake;
-pub mod load;
-pub mod provider;
+pub mod edge_support;
+pub mod observability_support;

@@ -257,6 +257,39 @@ fn a_stamp_slightly_ahead_gives_an_exact_wait_from_it() {
     ));
 }
 
+/// The clock-lead bound is inclusive: a stamp exactly [`MAX_LEAD_US`] ahead
+/// is still trusted (kept, nothing restamped); one µs more is stale. The
+/// store's `gcra.lua` draws the line at the same place (its parity test).
+#[test]
+fn a_stamp_exactly_max_lead_ahead_is_kept_one_more_is_restamped() {
+    let (rate, burst) = (100, 5);
+    let at_bound = Bucket {
+        stamp_us: NOW + MAX_LEAD_US,
+        level: 5 * MICRO,
+    };
+    assert_eq!(
+        check(Some(at_bound), NOW, 1, rate, burst),
+        Verdict::Deny {
+            retry_after_us: MAX_LEAD_US + 10_000,
+            restamp: None
+        }
+    );
+    let past_bound = Bucket {
+        stamp_us: NOW + MAX_LEAD_US + 1,
+        ..at_bound
+    };
+    assert_eq!(
+        check(Some(past_bound), NOW, 1, rate, burst),
+        Verdict::Deny {
+            retry_after_us: 10_000,
+            restamp: Some(Bucket {
+                stamp_us: NOW,
+                level: 5 * MICRO
+            })
+        }
+    );
+}
+
 /// The properties of `core/tests/proptests.rs` on a few fixed cases, so they
 /// run as wasm too (proptest does not build for wasm32-unknown-unknown).
 #[test]

@@ -1,7 +1,8 @@
 //! One hook's life as a state machine: events in, effects out.
 //!
 //! The host turns its callbacks into events (request headers, a body chunk,
-//! the store's answer or a failed dispatch, the upstream's response headers,
+//! the request's trailers (the body's end, [`Hook::on_trailers`]), the store's
+//! answer or a failed dispatch, the upstream's response headers,
 //! the end of the stream) and performs the effects each step returns (set or
 //! remove a request header, reply, call the store, queue a settle, count a
 //! metric, log), then continues or pauses the request as the step's
@@ -727,6 +728,7 @@ impl Hook {
 }
 
 mod node_override;
+mod trailers;
 
 #[cfg(test)]
 mod tests;

@@ -161,9 +161,9 @@ fn never_left(body: &[u8]) -> bool {
 /// The claim a hook holds after its store call failed: the one it sent, if
 /// the call was sent, so that a claim the store wrote late is settled like
 /// any other (promoted once the upstream stores the hook, released
-/// otherwise) instead of standing pending for `pending_ttl_ms`. Releasing a
-/// claim that was never written is a no-op; promoting one commits a key the
-/// upstream has just stored.
+/// otherwise) instead of standing pending for `pending_ttl_ms`. Settling a
+/// claim that was never written is a no-op: the store moves only a claim
+/// pending under this hook.
 pub fn claim_after_failure(plan: &Plan, failure: &CallFailure) -> Option<Claim> {
     if !failure.was_sent() {
         return None;

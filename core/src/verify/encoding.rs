@@ -1,25 +1,19 @@
 //! Hex and base64 as signatures and secrets write them.
 
-use base64::engine::general_purpose::STANDARD;
+use base64::alphabet;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
+use base64::engine::DecodePaddingMode;
 use base64::Engine;
+
+/// Standard base64 read with or without its `=` padding.
+const PADDING_OPTIONAL: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// Lower- or upper-case hex; None if any byte isn't a hex digit or the length is odd.
 pub fn hex(text: &[u8]) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    text.chunks(2)
-        .map(|pair| Some(nibble(pair[0])? << 4 | nibble(pair[1])?))
-        .collect()
-}
-
-fn nibble(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
+    hex::decode(text).ok()
 }
 
 /// Standard base64 with padding, as Shopify and Standard Webhooks write it.
@@ -27,15 +21,16 @@ pub fn base64(text: &[u8]) -> Option<Vec<u8>> {
     STANDARD.decode(text).ok()
 }
 
+/// Standard base64 with its padding or without it, as the Standard Webhooks
+/// and Svix libraries read a `whsec_` secret (and sign identically with
+/// either form).
+pub fn base64_padding_optional(text: &[u8]) -> Option<Vec<u8>> {
+    PADDING_OPTIONAL.decode(text).ok()
+}
+
 /// Lower-case hex of `bytes` (for signing in tests and the mock provider).
 pub fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    out
+    hex::encode(bytes)
 }
 
 /// Standard base64 of `bytes`.
@@ -63,5 +58,10 @@ mod tests {
         assert_eq!(base64(b"AAH/"), Some(vec![0, 1, 255]));
         assert_eq!(to_base64(&[0, 1, 255]), "AAH/");
         assert_eq!(base64(b"!!!!"), None);
+        assert_eq!(base64(b"AAE"), None, "padding is required");
+        assert_eq!(base64_padding_optional(b"AAE"), Some(vec![0, 1]));
+        assert_eq!(base64_padding_optional(b"AAE="), Some(vec![0, 1]));
+        assert_eq!(base64_padding_optional(b"AAE=="), None);
+        assert_eq!(base64_padding_optional(b"!!!!"), None);
     }
 }

@@ -14,15 +14,6 @@ pub enum Encoding {
     Base64,
 }
 
-impl Encoding {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Encoding::Hex => "hex",
-            Encoding::Base64 => "base64",
-        }
-    }
-}
-
 /// Which headers a Standard Webhooks delivery uses: `webhook-*` or Svix's `svix-*`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Family {
@@ -98,7 +89,8 @@ impl Scheme {
 
     /// The signing key a secret's value stands for: the base64 after `whsec_`
     /// for Standard Webhooks and Svix, the value's bytes otherwise (Stripe
-    /// keys its HMAC with the whole `whsec_…` string). The error never shows
+    /// keys its HMAC with the whole `whsec_…` string). The base64 may leave
+    /// out its `=` padding, as those libraries allow. The error never shows
     /// the value.
     pub fn key(&self, value: &str) -> Result<Vec<u8>, String> {
         if value.is_empty() {
@@ -107,7 +99,7 @@ impl Scheme {
         match self {
             Scheme::StandardWebhooks { .. } => {
                 let encoded = value.strip_prefix("whsec_").unwrap_or(value);
-                match super::encoding::base64(encoded.as_bytes()) {
+                match super::encoding::base64_padding_optional(encoded.as_bytes()) {
                     Some(key) if !key.is_empty() => Ok(key),
                     _ => Err("is not a whsec_ secret (\"whsec_\" then base64)".into()),
                 }

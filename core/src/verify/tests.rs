@@ -292,6 +292,76 @@ fn standard_webhooks_reads_several_signatures_and_needs_all_three_headers() {
     }
 }
 
+/// An empty HMAC key would let anyone sign: `whsec_` with nothing after it
+/// is refused, not read as the empty key.
+#[test]
+fn whsec_with_an_empty_key_is_refused() {
+    for name in ["standard_webhooks", "svix"] {
+        let scheme = preset(name);
+        assert!(scheme.key("whsec_").is_err(), "{name}");
+        assert!(scheme.key("whsec_AAAA").is_ok(), "{name}");
+    }
+}
+
+/// A repeated `t=` is read once, the first: the signature binds that one.
+#[test]
+fn stripe_reads_the_first_timestamp_of_a_repeated_t() {
+    let stripe = preset("stripe");
+    let first = format!("t=1700000000,t=1700000999,v1={STRIPE_V1}");
+    let last = format!("t=1700000999,t=1700000000,v1={STRIPE_V1}");
+    for (value, want) in [(first, Ok(())), (last, Err(Refusal::BadSignature))] {
+        assert_eq!(
+            check(
+                &stripe,
+                &[STRIPE_SECRET],
+                &[("stripe-signature", &value)],
+                STRIPE_BODY,
+                1_700_000_000
+            ),
+            want,
+            "{value}"
+        );
+    }
+}
+
+/// At most eight `v1` entries are read from one header: each costs an HMAC
+/// per configured secret inside Envoy. A valid ninth entry is never reached.
+#[test]
+fn stripe_reads_at_most_eight_v1_entries() {
+    let stripe = preset("stripe");
+    let other = "0".repeat(64);
+    let header = |before: usize| {
+        let mut value = String::from("t=1700000000");
+        for _ in 0..before {
+            value.push_str(&format!(",v1={other}"));
+        }
+        value.push_str(&format!(",v1={STRIPE_V1}"));
+        value
+    };
+    let eighth = header(7);
+    let ninth = header(8);
+    assert_eq!(
+        check(
+            &stripe,
+            &[STRIPE_SECRET],
+            &[("stripe-signature", &eighth)],
+            STRIPE_BODY,
+            1_700_000_000
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        check(
+            &stripe,
+            &[STRIPE_SECRET],
+            &[("stripe-signature", &ninth)],
+            STRIPE_BODY,
+            1_700_000_000
+        ),
+        Err(Refusal::BadSignature)
+    );
+}
+
 #[test]
 fn whsec_keys_must_be_base64_and_the_error_hides_the_value() {
     let sw = preset("standard_webhooks");
@@ -300,6 +370,41 @@ fn whsec_keys_must_be_base64_and_the_error_hides_the_value() {
     assert!(sw.key("").is_err());
     // Stripe's whsec_ secret keys the HMAC as written.
     assert_eq!(preset("stripe").key("whsec_x").unwrap(), b"whsec_x");
+}
+
+#[test]
+fn a_whsec_secret_without_its_padding_signs_as_the_padded_one() {
+    // 32 bytes: base64 ends in one `=`, which the providers' libraries let a
+    // secret leave out.
+    let padded = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let unpadded = padded.trim_end_matches('=');
+    assert_ne!(padded, unpadded);
+    for name in ["standard_webhooks", "svix"] {
+        let scheme = preset(name);
+        let key = scheme.key(unpadded).unwrap();
+        assert_eq!(key, (0u8..32).collect::<Vec<u8>>(), "{name}");
+        assert_eq!(scheme.key(padded).unwrap(), key, "{name}");
+        let prefix = if name == "svix" { "svix" } else { "webhook" };
+        let [id, ts, signature] =
+            ["id", "timestamp", "signature"].map(|part| format!("{prefix}-{part}"));
+        let sig = standard::sign(&key, SW_ID, 1_614_265_330, SW_BODY);
+        let h = [
+            (id.as_str(), SW_ID),
+            (ts.as_str(), SW_TS),
+            (signature.as_str(), sig.as_str()),
+        ];
+        for secret in [padded, unpadded] {
+            assert_eq!(
+                check(&scheme, &[secret], &h, SW_BODY, 1_614_265_330),
+                Ok(()),
+                "{name} with {secret}"
+            );
+        }
+    }
+    // Padding that doesn't belong is still refused.
+    assert!(preset("standard_webhooks")
+        .key("whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8==")
+        .is_err());
 }
 
 #[test]

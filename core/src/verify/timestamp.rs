@@ -36,4 +36,12 @@ mod tests {
             assert_eq!(parse(bad), None, "{bad:?}");
         }
     }
+
+    /// 20 digits is the bound (u64's width): leading zeros up to it parse,
+    /// one digit more is refused before any arithmetic.
+    #[test]
+    fn twenty_digits_at_most() {
+        assert_eq!(parse("00000000001614265330"), Some(1_614_265_330));
+        assert_eq!(parse("000000000001614265330"), None);
+    }
 }

@@ -427,3 +427,74 @@ fn a_fleet_admit_carries_the_policy_and_a_fleet_429_the_denial() {
         ]
     );
 }
+
+#[test]
+fn a_forged_signature_followed_by_trailers_is_401_on_the_trailers() {
+    let config = r#"{"sources":{"gh":{"tenant":"acme","dedupe":"github",
+        "verify":{"scheme":"github","secret_env":"GH_SECRET"}}},
+        "rate_limits":{"scope":"fleet","default":{"rate":1,"burst":1}},
+        "dedupe":{"scope":"fleet"}}"#;
+    let host = MockHost::new(config, &[("GH_SECRET", "s3cret")]);
+    let mut hook = Hook::new(Some(host.clone()));
+    post(&host, "{}");
+    assert!(matches!(
+        hook.on_http_request_headers(5, false),
+        Action::Pause
+    ));
+    // With trailers to come, the body's last chunk is not the stream's end.
+    assert!(matches!(hook.on_http_request_body(2, false), Action::Pause));
+    assert!(host.replies.borrow().is_empty());
+    assert!(
+        matches!(hook.on_http_request_trailers(1), Action::Pause),
+        "a forgery never goes on"
+    );
+    assert_eq!(host.replies.borrow()[0].status, 401);
+    assert!(host.calls.borrow().is_empty(), "no store call");
+    assert_eq!(admissions(&host), [Outcome::Unverified]);
+}
+
+#[test]
+fn trailers_while_the_store_call_is_in_flight_wait_for_its_answer() {
+    let (host, mut hook) = start(FLEET);
+    post(&host, "{}");
+    assert!(matches!(
+        hook.on_http_request_headers(5, false),
+        Action::Pause
+    ));
+    assert_eq!(host.calls.borrow().len(), 1, "decided on the headers");
+    assert!(matches!(hook.on_http_request_body(2, false), Action::Pause));
+    assert!(matches!(hook.on_http_request_trailers(1), Action::Pause));
+    store_answers(
+        &mut hook,
+        &host,
+        Some("200"),
+        r#"{"result":"duplicate","hook_id":"orig-1"}"#,
+    );
+    assert_eq!(host.replies.borrow()[0].status, 201);
+    assert_eq!(host.resumed.get(), 0, "nothing went upstream");
+    assert_eq!(admissions(&host), [Outcome::Duplicate]);
+}
+
+#[test]
+fn a_key_in_a_body_ended_by_trailers_is_claimed_then_forwarded() {
+    let config = FLEET.replace(r#""dedupe":"github""#, r#""dedupe":{"json":"id"}"#);
+    let (host, mut hook) = start(&config);
+    host.request(
+        &[(":path", "/webhooks/gh"), (":method", "POST")],
+        br#"{"id":"evt_9"}"#,
+    );
+    assert!(matches!(
+        hook.on_http_request_headers(2, false),
+        Action::Pause
+    ));
+    assert!(matches!(
+        hook.on_http_request_body(14, false),
+        Action::Pause
+    ));
+    assert!(host.calls.borrow().is_empty(), "the body isn't all in yet");
+    assert!(matches!(hook.on_http_request_trailers(1), Action::Pause));
+    assert_eq!(host.calls.borrow()[0].body["claim"]["key"], "evt_9");
+    store_answers(&mut hook, &host, Some("200"), r#"{"result":"ok"}"#);
+    assert_eq!(host.resumed.get(), 1, "forwarded once the store said ok");
+    assert_eq!(admissions(&host), [Outcome::Admitted]);
+}

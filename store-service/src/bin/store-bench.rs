@@ -1,7 +1,7 @@
 //! `store-bench --print-hit-script`: prints the hit script exactly as the
 //! store loads it, so scripts/bench-store.sh can run the same script straight
 //! on Redis with redis-benchmark. The HTTP load itself comes from `load`
-//! (tests/src/bin/load.rs), the client every benchmark script shares.
+//! (tools/harness/src/bin/load.rs), the client every benchmark script shares.
 
 use ankusa_store::scripts::hit_source;
 use clap::Parser;

@@ -140,7 +140,7 @@ async fn execute(
 }
 
 /// One pipeline to `node`: `SCRIPT LOAD` of the hit script (and of the
-/// release script, with a release among `ops`), one EVALSHA per hit, then
+/// settle script, with settle operations among `ops`), one EVALSHA per hit, then
 /// the settle operations. Each hit gets its own reply, or its own error;
 /// the settle operations succeed or fail together.
 async fn send(
@@ -153,13 +153,13 @@ async fn send(
     pipe.cmd("SCRIPT")
         .arg("LOAD")
         .arg(&backend.scripts.hit_text);
-    let releases = ops.iter().any(|op| matches!(op, SettleOp::Release { .. }));
-    if releases {
+    let settles = !ops.is_empty();
+    if settles {
         pipe.cmd("SCRIPT")
             .arg("LOAD")
-            .arg(backend.scripts.release_text);
+            .arg(backend.scripts.settle_text);
     }
-    let loads = 1 + usize::from(releases);
+    let loads = 1 + usize::from(settles);
     let sha = backend.scripts.hit.get_hash();
     for (_, hit) in &group {
         let (keys, args) = keys_and_args(hit);
@@ -170,7 +170,7 @@ async fn send(
             .arg(&args);
     }
     for op in ops {
-        crate::batcher::push_op(&mut pipe, backend, op, false);
+        crate::batcher::push_op(&mut pipe, backend, op);
     }
     let expected = loads + group.len() + ops.len();
     let result = backend.send_pipeline_values(node, &pipe, expected).await;
@@ -208,18 +208,13 @@ async fn send(
         };
         answers.push((i, answer));
     }
-    let settles_ok = values.all(|v| !matches!(v, Value::ServerError(_)));
+    let settled: Vec<Value> = values.collect();
+    let settles_ok = settled.iter().all(|v| !matches!(v, Value::ServerError(_)));
     if moved {
         backend.refresh_slots().await;
     }
     if settles_ok {
-        for op in ops {
-            let name = match op {
-                SettleOp::Promote { .. } => "promote",
-                SettleOp::Release { .. } => "release",
-            };
-            backend.metrics.settle_ops.with_label_values(&[name]).inc();
-        }
+        crate::batcher::count_outcomes(backend, ops, &settled);
     }
     (answers, settles_ok)
 }

@@ -7,7 +7,7 @@ mod overrides;
 mod reset;
 mod settle;
 
-use crate::auth::SharedAuth;
+use crate::auth::{needed_role, SharedAuth};
 use crate::backend::Backend;
 use crate::batcher::Settler;
 use crate::errors::StoreError;
@@ -58,25 +58,42 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
     };
     // One gate for every `/v1/*` path, known or not, before anything else
     // is looked at: an unauthenticated caller learns nothing about routes.
+    let mut role = None;
     if path.starts_with("/v1/") {
-        let presented = req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes);
+        let mut given = req.headers().get_all(AUTHORIZATION).iter();
+        let presented = given.next().map(HeaderValue::as_bytes);
+        let more = given.count();
+        if more > 0 {
+            // Which one would count depends on who reads it: refuse both.
+            return Ok(fail(
+                &shared,
+                endpoint,
+                StoreError::BadRequest(format!(
+                    "authorization: sent {} times; send one `authorization: Bearer <token>`",
+                    more + 1
+                )),
+            ));
+        }
         let checked = shared
             .auth
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .check(presented);
-        if let Err(refusal) = checked {
-            shared
-                .backend
-                .metrics
-                .unauthorized
-                .with_label_values(&[refusal.label()])
-                .inc();
-            let mut reply = fail(&shared, endpoint, StoreError::Unauthorized(refusal));
-            reply
-                .headers_mut()
-                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return Ok(reply);
+        match checked {
+            Ok(held) => role = Some(held),
+            Err(refusal) => {
+                shared
+                    .backend
+                    .metrics
+                    .unauthorized
+                    .with_label_values(&[refusal.label()])
+                    .inc();
+                let mut reply = fail(&shared, endpoint, StoreError::Unauthorized(refusal));
+                reply
+                    .headers_mut()
+                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return Ok(reply);
+            }
         }
     }
     let wanted = if matches!(endpoint, "hit" | "hits" | "settle" | "reset") {
@@ -98,6 +115,22 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
                 path,
             },
         ));
+    }
+    if let Some(role) = role {
+        if endpoint != "unknown" && role < needed_role(endpoint, &method) {
+            shared
+                .backend
+                .metrics
+                .forbidden
+                .with_label_values(&[endpoint])
+                .inc();
+            let method = method.to_string();
+            return Ok(fail(
+                &shared,
+                endpoint,
+                StoreError::Forbidden { role, method, path },
+            ));
+        }
     }
     let result = match endpoint {
         "hit" => hit::hit(&shared, req).await,

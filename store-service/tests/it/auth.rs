@@ -10,7 +10,10 @@ use ankusa_testkit::ports::free_port;
 use ankusa_testkit::process::scratch_dir;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
-use ankusa_testkit::token::{fresh_token, run_token, STORE_TOKENS_ENV};
+use ankusa_testkit::token::{
+    fresh_token, operator_token, run_token, EDGE_TOKENS_ENV, OLD_STORE_TOKENS_ENV,
+    OPERATOR_TOKENS_ENV, STORE_TOKEN_VARS,
+};
 use serde_json::{json, Value};
 use std::process::Command;
 use std::time::Duration;
@@ -127,7 +130,7 @@ fn no_token_or_a_wrong_one_is_refused_and_counted() {
             "{path}"
         );
     }
-    let bearer = format!("Bearer {}", run_token());
+    let bearer = format!("Bearer {}", operator_token());
     let set = request(
         "PUT",
         &store.url_of("/v1/overrides/acme"),
@@ -159,8 +162,8 @@ fn every_token_of_the_file_and_the_environment_is_accepted() {
     let store = Store::start_with_env(
         free_port(),
         &redis.url(),
-        &["--token-file", &file.display().to_string()],
-        &[(STORE_TOKENS_ENV, &from_env)],
+        &["--edge-token-file", &file.display().to_string()],
+        &[(EDGE_TOKENS_ENV, &from_env)],
     );
     assert!(
         store.wait_ready(Duration::from_secs(10)),
@@ -173,7 +176,7 @@ fn every_token_of_the_file_and_the_environment_is_accepted() {
     }
     assert_unauthorized(&post(&store, "/v1/hit", Some(run_token()), &hit("x")), None);
     let log = store.proc.log_tail();
-    assert!(log.contains("3 accepted"), "{log}");
+    assert!(log.contains("(3 edge, 0 operator accepted)"), "{log}");
     for token in [&old, &new, &from_env] {
         assert!(
             !log.contains(token.as_str()),
@@ -197,10 +200,12 @@ fn the_token_is_not_on_the_store_command_line() {
 }
 
 fn start_refused(args: &[&str], env: &[(&str, &str)]) -> String {
-    let out = Command::new(workspace_bin("ankusa-store"))
-        .args(args)
-        .env_remove(STORE_TOKENS_ENV)
-        .env_remove("ANKUSA_STORE_TOKEN_FILE")
+    let mut cmd = Command::new(workspace_bin("ankusa-store"));
+    cmd.args(args).env_remove(OLD_STORE_TOKENS_ENV);
+    for var in STORE_TOKEN_VARS {
+        cmd.env_remove(var);
+    }
+    let out = cmd
         .envs(env.iter().copied())
         .output()
         .expect("run ankusa-store");
@@ -215,7 +220,8 @@ fn a_start_without_a_usable_token_is_refused_naming_the_flag() {
     let err = start_refused(&["--listen", &listen], &[]);
     assert!(
         err.contains("no store token")
-            && err.contains("--token-file")
+            && err.contains("--edge-token-file")
+            && err.contains("--operator-token-file")
             && err.contains("--insecure-no-auth"),
         "{err}"
     );
@@ -225,32 +231,68 @@ fn a_start_without_a_usable_token_is_refused_naming_the_flag() {
 
     let empty = scratch_dir("store-empty-tokens").join("tokens");
     std::fs::write(&empty, "# no token yet\n\n").expect("write");
+    for flag in ["--edge-token-file", "--operator-token-file"] {
+        let err = start_refused(
+            &["--listen", &listen, flag, &empty.display().to_string()],
+            &[],
+        );
+        assert!(
+            err.contains(flag) && err.contains("holds no token"),
+            "{err}"
+        );
+    }
+
+    for var in [EDGE_TOKENS_ENV, OPERATOR_TOKENS_ENV] {
+        let err = start_refused(&["--listen", &listen], &[(var, "short")]);
+        assert!(
+            err.contains(&format!("{var} item 1"))
+                && err.contains("at least 16")
+                && !err.contains("short,"),
+            "{err}"
+        );
+    }
+    let err = start_refused(
+        &["--listen", &listen, "--insecure-no-auth"],
+        &[(EDGE_TOKENS_ENV, run_token())],
+    );
+    assert!(err.contains("--insecure-no-auth"), "{err}");
+}
+
+/// The single-role token file and variable of earlier versions gave one
+/// token every right; the store refuses them rather than guess a role,
+/// naming the two that replace them.
+#[test]
+fn the_single_role_token_file_and_variable_are_refused_naming_the_new_ones() {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let file = scratch_dir("store-old-tokens").join("tokens");
+    std::fs::write(&file, format!("{}\n", run_token())).expect("write");
     let err = start_refused(
         &[
             "--listen",
             &listen,
             "--token-file",
-            &empty.display().to_string(),
+            &file.display().to_string(),
         ],
-        &[],
+        &[(OPERATOR_TOKENS_ENV, operator_token())],
     );
     assert!(
-        err.contains("--token-file") && err.contains("holds no token"),
-        "{err}"
-    );
-
-    let err = start_refused(&["--listen", &listen], &[(STORE_TOKENS_ENV, "short")]);
-    assert!(
-        err.contains("ANKUSA_STORE_TOKENS item 1")
-            && err.contains("at least 16")
-            && !err.contains("short,"),
+        err.contains("--token-file")
+            && err.contains("--edge-token-file")
+            && err.contains("--operator-token-file")
+            && !err.contains(run_token()),
         "{err}"
     );
     let err = start_refused(
-        &["--listen", &listen, "--insecure-no-auth"],
-        &[(STORE_TOKENS_ENV, run_token())],
+        &["--listen", &listen],
+        &[(OLD_STORE_TOKENS_ENV, run_token())],
     );
-    assert!(err.contains("--insecure-no-auth"), "{err}");
+    assert!(
+        err.contains("ANKUSA_STORE_TOKENS")
+            && err.contains("ANKUSA_STORE_EDGE_TOKENS")
+            && err.contains("ANKUSA_STORE_OPERATOR_TOKENS")
+            && !err.contains(run_token()),
+        "{err}"
+    );
 }
 
 #[test]
@@ -270,7 +312,7 @@ fn the_opt_out_accepts_bare_calls_with_a_warning() {
 fn the_redis_password_never_reaches_the_log() {
     let redis = Redis::start();
     let url = format!("redis://:hunter2-secret@127.0.0.1:{}/0", redis.port);
-    let mut cmd_env = vec![(STORE_TOKENS_ENV, run_token())];
+    let mut cmd_env = vec![(EDGE_TOKENS_ENV, run_token())];
     cmd_env.push(("ANKUSA_LOG", "debug"));
     let store = Store::start_with_env(free_port(), &url, &[], &cmd_env);
     // This Redis has no password: AUTH fails and the store logs its retries.
@@ -286,7 +328,7 @@ fn the_redis_password_never_reaches_the_log() {
 /// Attack 1: a `promote` for an event key never delivered. Before, it was
 /// applied, and the real delivery was then answered as a duplicate of a hook
 /// nobody stored. The end-to-end half is `forged_promote_…` in
-/// `tests/tests/edge_auth.rs`.
+/// `tests/e2e/edge_auth.rs`.
 #[test]
 fn attack_a_forged_promote_is_refused_and_writes_nothing() {
     let redis = Redis::start();
@@ -297,6 +339,24 @@ fn attack_a_forged_promote_is_refused_and_writes_nothing() {
     assert_eq!(
         redis.cli(&["EXISTS", "ankusa:{acme}:claim:gh:never-delivered"]),
         "0"
+    );
+    // Every edge holds an edge token, which may settle: the promote is
+    // carried out and changes nothing, as the key is pending under no hook.
+    let res = post(&store, "/v1/settle", Some(run_token()), &forged);
+    assert_eq!(
+        (res.status, res.json()["applied"].as_u64()),
+        (200, Some(1)),
+        "{}",
+        res.text()
+    );
+    assert_eq!(
+        redis.cli(&["EXISTS", "ankusa:{acme}:claim:gh:never-delivered"]),
+        "0",
+        "an edge token committed a key no hook held"
+    );
+    assert_eq!(
+        store.metric(r#"ankusa_store_settle_skipped_total{op="promote",why="free"}"#),
+        1.0
     );
 }
 
@@ -315,12 +375,16 @@ fn attack_an_oversized_charge_is_refused_and_the_tenant_stays_open() {
     assert_eq!(res.json()["result"], "ok", "{}", res.text());
 }
 
-/// Attack 3: `/v1/reset` of any tenant forgot its fleet buckets.
+/// Attack 3: `/v1/reset` of any tenant forgot its fleet buckets (a fresh
+/// burst for the taking).
 #[test]
 fn attack_a_reset_of_another_tenant_is_refused() {
     let redis = Redis::start();
     let store = ready_store(&redis);
-    let res = post(&store, "/v1/hit", Some(run_token()), &hit("first"));
+    // 50 units at 1/s: the bucket stays 50 s, whatever the machine's load.
+    let slow = json!({"charges": [{"kind": "hooks", "tenant": "acme", "units": 50, "rate": 1,
+                                    "burst": 100}], "claim": null});
+    let res = post(&store, "/v1/hit", Some(run_token()), &slow);
     assert_eq!(res.status, 200, "{}", res.text());
     let before = redis.cli(&["KEYS", "ankusa:{acme}:rl:*"]);
     assert!(!before.is_empty());
@@ -328,19 +392,36 @@ fn attack_a_reset_of_another_tenant_is_refused() {
         &post(&store, "/v1/reset", None, &json!({"tenant": "acme"})),
         None,
     );
+    // Nor may an edge's token, which every edge holds: resets are an operator's.
+    let res = post(
+        &store,
+        "/v1/reset",
+        Some(run_token()),
+        &json!({"tenant": "acme"}),
+    );
+    assert_eq!(res.status, 403, "{}", res.text());
+    assert_eq!(res.json()["error"], "forbidden", "{}", res.text());
     assert_eq!(redis.cli(&["KEYS", "ankusa:{acme}:rl:*"]), before);
 }
 
 #[test]
-fn sighup_reads_the_token_file_again_and_a_bad_file_keeps_the_tokens() {
+fn sighup_reads_each_roles_file_again_and_a_bad_file_keeps_that_roles_tokens() {
     let redis = Redis::start();
     let (old, new) = (fresh_token("old"), fresh_token("new"));
-    let file = scratch_dir("store-rotate").join("tokens");
-    std::fs::write(&file, format!("{old}\n")).expect("write");
+    let (op_old, op_new) = (fresh_token("op-old"), fresh_token("op-new"));
+    let dir = scratch_dir("store-rotate");
+    let (edge_file, op_file) = (dir.join("edge.tokens"), dir.join("operator.tokens"));
+    std::fs::write(&edge_file, format!("{old}\n")).expect("write");
+    std::fs::write(&op_file, format!("{op_old}\n")).expect("write");
     let store = Store::start_with_env(
         free_port(),
         &redis.url(),
-        &["--token-file", &file.display().to_string()],
+        &[
+            "--edge-token-file",
+            &edge_file.display().to_string(),
+            "--operator-token-file",
+            &op_file.display().to_string(),
+        ],
         &[],
     );
     assert!(
@@ -349,33 +430,51 @@ fn sighup_reads_the_token_file_again_and_a_bad_file_keeps_the_tokens() {
         store.proc.log_tail()
     );
     let status = |token: &str, key: &str| post(&store, "/v1/hit", Some(token), &hit(key)).status;
+    let reset =
+        |token: &str| post(&store, "/v1/reset", Some(token), &json!({"tenant": "acme"})).status;
     assert_eq!((status(&old, "a"), status(&new, "b")), (200, 401));
+    assert_eq!(
+        (reset(&op_old), reset(&op_new), reset(&old)),
+        (200, 401, 403)
+    );
 
+    // Signals the store and waits for one more `expected_log` line.
     let reread = |expected_log: &str| {
+        let seen = store.proc.log_tail().matches(expected_log).count();
         store.proc.signal("HUP");
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !store.proc.log_tail().contains(expected_log) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{}",
-                store.proc.log_tail()
-            );
+        loop {
+            let log = store.proc.log_tail();
+            if log.matches(expected_log).count() > seen {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{log}");
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    // Rotation: both, then only the new one.
-    std::fs::write(&file, format!("{new}\n{old}\n")).expect("write");
-    reread("read again (2 accepted)");
+    // Rotation of the edge token: both, then only the new one.
+    std::fs::write(&edge_file, format!("{new}\n{old}\n")).expect("write");
+    reread("--operator-token-file read again (1 operator accepted)");
+    assert!(store
+        .proc
+        .log_tail()
+        .contains("--edge-token-file read again (2 edge accepted)"));
     assert_eq!((status(&old, "c"), status(&new, "d")), (200, 200));
-    std::fs::write(&file, format!("{new}\n")).expect("write");
-    reread("read again (1 accepted)");
+    std::fs::write(&edge_file, format!("{new}\n")).expect("write");
+    // And of the operator token, in the same signal.
+    std::fs::write(&op_file, format!("{op_new}\n")).expect("write");
+    reread("--operator-token-file read again (1 operator accepted)");
     assert_eq!((status(&old, "e"), status(&new, "f")), (401, 200));
-    // An emptied file locks nobody out: the tokens in force stay.
-    std::fs::write(&file, "# emptied by mistake\n").expect("write");
-    reread("the tokens in force are kept");
-    assert_eq!(status(&new, "g"), 200);
-    assert!(
-        !store.proc.log_tail().contains(&new),
-        "a token is in the log"
-    );
+    assert_eq!((reset(&op_old), reset(&op_new)), (401, 200));
+    // An emptied operator file locks no operator out, and the edge file is
+    // still read: its role's tokens in force stay, the other role moves on.
+    std::fs::write(&op_file, "# emptied by mistake\n").expect("write");
+    std::fs::write(&edge_file, format!("{old}\n")).expect("write");
+    reread("the operator tokens in force are kept");
+    assert_eq!(reset(&op_new), 200);
+    assert_eq!((status(&old, "g"), status(&new, "h")), (200, 401));
+    let log = store.proc.log_tail();
+    for token in [&old, &new, &op_old, &op_new] {
+        assert!(!log.contains(token.as_str()), "a token is in the log");
+    }
 }

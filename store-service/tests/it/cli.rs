@@ -9,14 +9,17 @@ use ankusa_testkit::Proc;
 use std::process::Command;
 use std::time::Duration;
 
-/// The store binary with no flags: its listen address, `redis`, a run token
+/// The store binary with no flags: its listen address, `redis`, a run edge token
 /// and `env` all from the environment; the process and its port once it listens.
 fn spawn(name: &str, redis: &Redis, env: &[(&str, &str)]) -> (Proc, u16) {
     let port = free_port();
     let mut cmd = Command::new(workspace_bin("ankusa-store"));
     cmd.env("ANKUSA_STORE_LISTEN", format!("127.0.0.1:{port}"))
         .env("ANKUSA_REDIS_URL", redis.url())
-        .env("ANKUSA_STORE_TOKENS", ankusa_testkit::token::run_token())
+        .env(
+            "ANKUSA_STORE_EDGE_TOKENS",
+            ankusa_testkit::token::run_token(),
+        )
         .envs(env.iter().copied());
     let mut proc = Proc::spawn("ankusa-store", cmd, &scratch_dir(name).join("store.log"));
     proc.wait_for_port(port, Duration::from_secs(10));

@@ -106,6 +106,14 @@ async fn a_full_settle_queue_answers_overloaded_and_counts_it() {
     service.wait_ready(Duration::from_secs(20)).await;
     let http = Http::new();
     let budget = [("x-ankusa-budget-ms", "300")];
+    // The claims the first settle promotes: a promote moves only a held one.
+    for i in 0..8 {
+        let c = claim("acme", &format!("a-{i}"), "h1", 60_000, 30_000);
+        let (status, answer) = http
+            .post(&service.at("/v1/hit"), &hit(Vec::new(), Some(c)))
+            .await;
+        assert_eq!((status, answer["result"].as_str()), (200, Some("ok")));
+    }
 
     redis.proc.signal("STOP");
     let (status, answer) = http

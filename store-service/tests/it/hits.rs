@@ -228,6 +228,24 @@ async fn settles_ride_on_a_batch(ctx: &(Service, Http), db: &Db) {
             assert!(!db.exists(&key), "{key} was not released");
         }
     }
+    // Riding settles follow the same rule: a promote of a key never held,
+    // or of one another hook holds, commits nothing.
+    let stranger = claim("ride-0", "fresh", "h-x", 60_000, 30_000);
+    let holder = claim("ride-1", "held", "h-1", 60_000, 30_000);
+    let thief = claim("ride-1", "held", "h-2", 60_000, 30_000);
+    let body = json!({"hits": [hit(Vec::new(), Some(holder.clone()))],
+                      "settle": [promote(&stranger, "h-x"), promote(&thief, "h-2")]});
+    let (status, answer) = ctx.1.post(&ctx.0.at("/v1/hits"), &body).await;
+    assert_eq!(
+        (status, answer["settled"].as_u64()),
+        (200, Some(2)),
+        "{answer}"
+    );
+    assert!(
+        !db.exists("ankusa:{ride-0}:claim:gh:fresh"),
+        "a free key was committed"
+    );
+    assert_eq!(db.get("ankusa:{ride-1}:claim:gh:held"), "p:h-1:edge-1");
     // A malformed settle operation refuses the call, naming it.
     let mut bad = release(&claims[1]);
     bad["claim"]["ttl_ms"] = json!(0);

@@ -11,5 +11,6 @@ mod overrides;
 mod parity;
 mod protocols;
 mod resharding;
+mod roles;
 mod shutdown;
 mod suite;

@@ -19,8 +19,26 @@ fn sigterm_flushes_queued_settles_and_exits_0() {
     );
     assert!(store.wait_ready(Duration::from_secs(10)));
     let url = store.url_of("/v1/settle");
-    let body = json!({"ops": [{"op": "promote", "hook_id": "h1", "claim": {"tenant": "acme", "source_id": "gh",
-        "key": "k", "hook_id": "h1", "node": "edge-1", "ttl_ms": 60_000, "pending_ttl_ms": 30_000}}]});
+    let claim = json!({"tenant": "acme", "source_id": "gh", "key": "k", "hook_id": "h1",
+        "node": "edge-1", "ttl_ms": 60_000, "pending_ttl_ms": 30_000});
+    // The claim the settle promotes: a promote moves only a held one.
+    let (name, value) = auth_header();
+    let held = request(
+        "POST",
+        &store.url_of("/v1/hit"),
+        &[(name, value.as_str())],
+        json!({"charges": [], "claim": claim})
+            .to_string()
+            .as_bytes(),
+        Duration::from_secs(30),
+    )
+    .expect("hit answered");
+    assert_eq!(held.json()["result"], "ok", "{}", held.text());
+    assert_eq!(
+        redis.cli(&["GET", "ankusa:{acme}:claim:gh:k"]),
+        "p:h1:edge-1"
+    );
+    let body = json!({"ops": [{"op": "promote", "hook_id": "h1", "claim": claim}]});
     let client = std::thread::spawn(move || {
         let (name, value) = auth_header();
         request(
@@ -35,8 +53,8 @@ fn sigterm_flushes_queued_settles_and_exits_0() {
     // Give the request time to arrive; the op then sits in the batcher's window.
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(
-        redis.cli(&["EXISTS", "ankusa:{acme}:claim:gh:k"]),
-        "0",
+        redis.cli(&["GET", "ankusa:{acme}:claim:gh:k"]),
+        "p:h1:edge-1",
         "flushed before the window or the signal"
     );
 

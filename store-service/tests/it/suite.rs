@@ -43,7 +43,8 @@ async fn run(db: Db) {
     denied_charge_writes_nothing(&ctx).await;
     a_bucket_from_before_a_clock_step_is_restamped_not_held(&ctx).await;
     release_by_a_non_holder_is_a_no_op(&ctx).await;
-    promote_after_pending_expiry_commits(&ctx).await;
+    a_settle_moves_only_a_claim_its_hook_holds(&ctx).await;
+    promote_after_pending_expiry_commits_nothing(&ctx).await;
     concurrent_hits_against_burst_50_admit_exactly_50(&ctx).await;
     reset_forgets_the_buckets(&ctx).await;
     concurrent_settles_share_pipelines(&ctx).await;
@@ -302,7 +303,95 @@ async fn release_by_a_non_holder_is_a_no_op(ctx: &Ctx<'_>) {
     assert_eq!(ctx.db.get("ankusa:{rel}:claim:gh:d"), "c:hook-1");
 }
 
-async fn promote_after_pending_expiry_commits(ctx: &Ctx<'_>) {
+/// `ankusa_store_settle_skipped_total{op,why}` now.
+async fn skipped(ctx: &Ctx<'_>, op: &str, why: &str) -> f64 {
+    ctx.service
+        .metric(&format!(
+            "ankusa_store_settle_skipped_total{{op=\"{op}\",why=\"{why}\"}}"
+        ))
+        .await
+}
+
+/// A promote or release acts only on a key pending under the claim's hook;
+/// on a key that is free, committed or held by another hook it changes
+/// nothing (value and TTL exactly as before) and is counted with why.
+async fn a_settle_moves_only_a_claim_its_hook_holds(ctx: &Ctx<'_>) {
+    let t = "held";
+    let key = "ankusa:{held}:claim:gh:d";
+    let before = [
+        skipped(ctx, "promote", "free").await,
+        skipped(ctx, "promote", "other_hook").await,
+        skipped(ctx, "promote", "committed").await,
+        skipped(ctx, "release", "free").await,
+        skipped(ctx, "release", "committed").await,
+    ];
+    let holder = claim(t, "d", "hook-1", 120_000, 30_000);
+    let stranger = claim(t, "d", "hook-2", 120_000, 30_000);
+
+    // Never claimed: a promote commits nothing.
+    assert_eq!(
+        ctx.settle(vec![promote(&holder, "hook-1")]).await,
+        json!({"applied": 1})
+    );
+    assert!(!ctx.db.exists(key), "a promote committed a free key");
+
+    // Held by hook-1: hook-2's promote (under any id) leaves it pending.
+    assert_eq!(
+        ctx.hit(&hit(vec![], Some(holder.clone()))).await["result"],
+        "ok"
+    );
+    let pending_ttl = ctx.db.pttl(key);
+    ctx.settle(vec![
+        promote(&stranger, "hook-2"),
+        promote(&stranger, "hook-1"),
+    ])
+    .await;
+    assert_eq!(ctx.db.get(key), "p:hook-1:edge-1", "another hook promoted");
+    assert!(
+        ctx.db.pttl(key) <= pending_ttl,
+        "the pending TTL was renewed: {} > {pending_ttl}",
+        ctx.db.pttl(key)
+    );
+
+    // The holder's promote commits under the id the upstream answered with.
+    ctx.settle(vec![promote(&holder, "up-7")]).await;
+    assert_eq!(ctx.db.get(key), "c:up-7");
+    assert_ttl("committed claim", ctx.db.pttl(key), 120_000, 5_000);
+    // Committed: a second promote (a retry, or another hook's) changes nothing.
+    ctx.db.cli(&["PEXPIRE", key, "90000"]);
+    ctx.settle(vec![
+        promote(&holder, "hook-1"),
+        promote(&stranger, "hook-2"),
+    ])
+    .await;
+    assert_eq!(ctx.db.get(key), "c:up-7");
+    assert_ttl("committed claim", ctx.db.pttl(key), 90_000, 5_000);
+    // Nor does a release of it, by anyone.
+    ctx.settle(vec![release(&holder), release(&stranger)]).await;
+    assert_eq!(ctx.db.get(key), "c:up-7");
+    // A release of a free key writes nothing.
+    let free = claim(t, "never", "hook-1", 120_000, 30_000);
+    ctx.settle(vec![release(&free)]).await;
+    assert!(!ctx.db.exists("ankusa:{held}:claim:gh:never"));
+
+    let after = [
+        skipped(ctx, "promote", "free").await,
+        skipped(ctx, "promote", "other_hook").await,
+        skipped(ctx, "promote", "committed").await,
+        skipped(ctx, "release", "free").await,
+        skipped(ctx, "release", "committed").await,
+    ];
+    let counted: Vec<f64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+    assert_eq!(
+        counted,
+        [1.0, 2.0, 2.0, 1.0, 2.0],
+        "skips counted by op and why"
+    );
+}
+
+/// A promote that arrives after its pending key expired commits nothing:
+/// the redelivery is admitted (and the upstream's own index catches the copy).
+async fn promote_after_pending_expiry_commits_nothing(ctx: &Ctx<'_>) {
     let t = "late";
     let c = claim(t, "d", "hook-1", 120_000, 50);
     assert_eq!(ctx.hit(&hit(vec![], Some(c.clone()))).await["result"], "ok");
@@ -311,14 +400,20 @@ async fn promote_after_pending_expiry_commits(ctx: &Ctx<'_>) {
         !ctx.db.exists("ankusa:{late}:claim:gh:d"),
         "the pending claim outlived pending_ttl_ms"
     );
-    ctx.settle(vec![promote(&c, "hook-1")]).await;
-    assert_eq!(ctx.db.get("ankusa:{late}:claim:gh:d"), "c:hook-1");
-    assert_ttl(
-        "committed claim",
-        ctx.db.pttl("ankusa:{late}:claim:gh:d"),
-        120_000,
-        5_000,
+    let free_before = skipped(ctx, "promote", "free").await;
+    assert_eq!(
+        ctx.settle(vec![promote(&c, "hook-1")]).await,
+        json!({"applied": 1})
     );
+    assert!(!ctx.db.exists("ankusa:{late}:claim:gh:d"));
+    assert_eq!(skipped(ctx, "promote", "free").await - free_before, 1.0);
+    let redelivery = claim(t, "d", "hook-2", 120_000, 30_000);
+    assert_eq!(
+        ctx.hit(&hit(vec![], Some(redelivery))).await["result"],
+        "ok",
+        "the redelivery is admitted"
+    );
+    assert_eq!(ctx.db.get("ankusa:{late}:claim:gh:d"), "p:hook-2:edge-1");
 }
 
 async fn concurrent_hits_against_burst_50_admit_exactly_50(ctx: &Ctx<'_>) {
@@ -362,6 +457,27 @@ async fn reset_forgets_the_buckets(ctx: &Ctx<'_>) {
 async fn concurrent_settles_share_pipelines(ctx: &Ctx<'_>) {
     const REQUESTS: usize = 200;
     const OPS_EACH: usize = 10;
+    let held = |r: usize, i: usize| {
+        claim(
+            &format!("batch{}", r % 20),
+            &format!("k{r}-{i}"),
+            &format!("h{r}-{i}"),
+            60_000,
+            30_000,
+        )
+    };
+    // The claims the settles promote (a promote moves only a held claim),
+    // taken first, ten hits a call.
+    for r in 0..REQUESTS {
+        let hits: Vec<Value> = (0..OPS_EACH)
+            .map(|i| hit(vec![], Some(held(r, i))))
+            .collect();
+        let (status, answer) = ctx
+            .http
+            .post(&ctx.service.at("/v1/hits"), &json!({ "hits": hits }))
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
     let trips = "ankusa_store_pipeline_round_trips_total";
     let flushes = "ankusa_store_settle_batch_ops_count";
     let trips_before = ctx.service.metric(trips).await;
@@ -375,16 +491,7 @@ async fn concurrent_settles_share_pipelines(ctx: &Ctx<'_>) {
     for r in 0..REQUESTS {
         // Twenty tenants: on a Cluster the ops spread over every master.
         let ops: Vec<Value> = (0..OPS_EACH)
-            .map(|i| {
-                let c = claim(
-                    &format!("batch{}", r % 20),
-                    &format!("k{r}-{i}"),
-                    &format!("h{r}-{i}"),
-                    60_000,
-                    30_000,
-                );
-                promote(&c, &format!("h{r}-{i}"))
-            })
+            .map(|i| promote(&held(r, i), &format!("h{r}-{i}")))
             .collect();
         let (http, url) = (ctx.http.clone(), url.clone());
         tasks.spawn(async move { http.post(&url, &json!({ "ops": ops })).await });

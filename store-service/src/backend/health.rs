@@ -1,0 +1,82 @@
+//! Keeping `redis_up` current: connect, probe and (for a Cluster) re-read the
+//! slot map in the background, forever.
+
+use super::{Backend, PROBE_TIMEOUT};
+use crate::errors::StoreError;
+use std::sync::Arc;
+use std::time::Duration;
+
+impl Backend {
+    /// PING on the live connection within `limit`.
+    pub async fn ping(&self, limit: Duration) -> Result<(), StoreError> {
+        let mut conn = self.conn()?;
+        match tokio::time::timeout(limit, redis::cmd("PING").query_async::<String>(&mut conn)).await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(StoreError::from_redis(&e)),
+            Err(_) => Err(StoreError::Timeout {
+                budget_ms: limit.as_millis() as u64,
+            }),
+        }
+    }
+
+    /// Connects, probes and (for a Cluster) re-reads the slot map, forever.
+    pub fn spawn_monitor(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut carried = false;
+            loop {
+                let up = this.probe().await;
+                if up && !carried {
+                    match crate::override_log::carry_over(&this).await {
+                        Ok(n) => {
+                            carried = true;
+                            if n > 0 {
+                                log::info!("{n} overrides carried over into the change log");
+                            }
+                        }
+                        Err(e) => log::warn!("carrying overrides into the change log: {e}"),
+                    }
+                }
+                let pause = if up { 500 } else { 200 };
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
+        })
+    }
+
+    async fn probe(&self) -> bool {
+        let has_conn = self.conn().is_ok();
+        if !has_conn {
+            match tokio::time::timeout(PROBE_TIMEOUT, self.connect()).await {
+                Ok(Ok((conn, once))) => {
+                    *self.once.write().unwrap_or_else(|p| p.into_inner()) = Some(once);
+                    *self.conn.write().unwrap_or_else(|p| p.into_inner()) = Some(conn);
+                }
+                Ok(Err(e)) => {
+                    log::debug!("connecting to Redis: {e}");
+                    self.set_up(false);
+                    return false;
+                }
+                Err(_) => {
+                    self.set_up(false);
+                    return false;
+                }
+            }
+        }
+        let was_up = self.is_up();
+        let up = self.ping(PROBE_TIMEOUT).await.is_ok();
+        if up
+            && self.is_cluster()
+            && (!was_up
+                || self
+                    .slots
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .is_empty())
+        {
+            self.refresh_slots().await;
+        }
+        self.set_up(up);
+        up
+    }
+}

@@ -1,0 +1,123 @@
+//! The connection to Redis: one server through a `ConnectionManager`, or a
+//! Cluster through `cluster_async`. Neither is needed to start: a background
+//! task connects, probes, and keeps `redis_up` current, so an outage is a
+//! quick 503 and never a stuck or dead service.
+
+use crate::config::RedisTarget;
+use crate::errors::StoreError;
+use crate::metrics::Metrics;
+use crate::scripts::Scripts;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::RedisResult;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+mod conn;
+mod health;
+mod pipeline;
+mod slots;
+
+pub use conn::Conn;
+pub use slots::{parse_cluster_slots, Node, SlotOwner};
+
+pub struct Backend {
+    target: RedisTarget,
+    conn: RwLock<Option<Conn>>,
+    /// For a Cluster, a second client that never sends a command again by
+    /// itself (on a redirect, a dropped connection, a TRYAGAIN): hits go on
+    /// it, as a hit is not idempotent and a resent pipeline would run again
+    /// every hit in it that had already run. On one Redis, the same connection.
+    once: RwLock<Option<Conn>>,
+    slots: RwLock<Vec<SlotOwner>>,
+    up: AtomicBool,
+    pub metrics: Arc<Metrics>,
+    pub scripts: Scripts,
+}
+
+/// The connection in `slot`, or `redis_unavailable` when there is none yet.
+fn live(slot: &RwLock<Option<Conn>>) -> Result<Conn, StoreError> {
+    let guard = slot.read().unwrap_or_else(|p| p.into_inner());
+    guard
+        .clone()
+        .ok_or_else(|| StoreError::RedisUnavailable("not connected to Redis yet".into()))
+}
+
+/// How long one connection attempt or probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
+
+impl Backend {
+    pub fn new(target: RedisTarget, metrics: Arc<Metrics>) -> Arc<Backend> {
+        Arc::new(Backend {
+            target,
+            conn: RwLock::new(None),
+            once: RwLock::new(None),
+            slots: RwLock::new(Vec::new()),
+            up: AtomicBool::new(false),
+            metrics,
+            scripts: Scripts::new(),
+        })
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.target, RedisTarget::Cluster(_))
+    }
+
+    /// The live connection, or `redis_unavailable` at once when there is none yet.
+    pub fn conn(&self) -> Result<Conn, StoreError> {
+        live(&self.conn)
+    }
+
+    /// The connection for hits (see [`Backend`]'s `once`), or
+    /// `redis_unavailable` at once when there is none yet.
+    pub fn conn_once(&self) -> Result<Conn, StoreError> {
+        live(&self.once)
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    fn set_up(&self, up: bool) {
+        if self.up.swap(up, Ordering::Relaxed) != up {
+            if up {
+                log::info!("Redis answers");
+            } else {
+                log::warn!("Redis does not answer");
+            }
+        }
+        self.metrics.redis_up.set(i64::from(up));
+    }
+
+    /// The connection, and the one hits go on (see [`Backend`]'s `once`).
+    async fn connect(&self) -> RedisResult<(Conn, Conn)> {
+        match &self.target {
+            RedisTarget::Single(url) => {
+                let client = redis::Client::open(url.as_str())?;
+                // Few, short retries: while Redis is down a request should fail
+                // fast, and the next one triggers the next reconnect.
+                let config = ConnectionManagerConfig::new()
+                    .set_number_of_retries(1)
+                    .set_factor(50)
+                    .set_max_delay(200)
+                    .set_connection_timeout(PROBE_TIMEOUT);
+                let manager = ConnectionManager::new_with_config(client, config).await?;
+                let conn = Conn::Single(Box::new(manager));
+                Ok((conn.clone(), conn))
+            }
+            RedisTarget::Cluster(nodes) => {
+                let client = |retries: u32| {
+                    redis::cluster::ClusterClientBuilder::new(nodes.clone())
+                        .connection_timeout(PROBE_TIMEOUT)
+                        .retries(retries)
+                        .min_retry_wait(10)
+                        .max_retry_wait(200)
+                        .build()
+                };
+                let conn = Conn::Cluster(client(2)?.get_async_connection().await?);
+                let once = Conn::Cluster(client(0)?.get_async_connection().await?);
+                Ok((conn, once))
+            }
+        }
+    }
+}

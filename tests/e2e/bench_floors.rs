@@ -1,0 +1,170 @@
+//! The floor filters bench-edge compares the Ankusa filter with, through real
+//! Envoy: the no-op filter passes every hook and counts it; the callout floor
+//! makes exactly one call per hook (counted at the upstream it calls) and
+//! passes the hook only after the answer. Needs the release wasm of both
+//! (`scripts/test.sh` builds it).
+
+use ankusa_testkit::envoy::{Edge, EdgeSpec};
+use ankusa_testkit::ports::free_port;
+use ankusa_tools::floors;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the upstream saw, in order: `path` when a request's body has been
+/// read, `answered path` just before its answer is written.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// How long the upstream holds an answer to a path starting `/slow`.
+const SLOW: Duration = Duration::from_millis(50);
+
+/// A keep-alive HTTP/1.1 upstream that answers every request 200 `ok` (a
+/// `/slow…` path after [`SLOW`]) and logs it in [`Seen`].
+fn counting_upstream() -> (u16, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen: Seen = Arc::default();
+    let tally = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let tally = tally.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = request_line
+                        .split_whitespace()
+                        .nth(1)
+                        .unwrap_or("")
+                        .to_string();
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0u8; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    tally.lock().unwrap().push(path.clone());
+                    if path.starts_with("/slow") {
+                        std::thread::sleep(SLOW);
+                    }
+                    // Logged before the answer leaves: nothing it causes can come first.
+                    tally.lock().unwrap().push(format!("answered {path}"));
+                    if stream
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, seen)
+}
+
+fn count(seen: &Seen, path: &str) -> u64 {
+    seen.lock().unwrap().iter().filter(|p| *p == path).count() as u64
+}
+
+const HOOKS: u64 = 25;
+
+/// Sends [`HOOKS`] POSTs with a body through `edge`; every one must pass.
+fn send_hooks(edge: &Edge) {
+    for i in 0..HOOKS {
+        let body = format!(r#"{{"n":{i}}}"#);
+        let res = edge
+            .post(
+                "/webhooks/gh",
+                &[("content-type", "application/json")],
+                body.as_bytes(),
+            )
+            .unwrap_or_else(|e| panic!("hook {i}: {e}\n{}", edge.log_tail()));
+        assert_eq!(
+            res.status,
+            200,
+            "hook {i}: {}\n{}",
+            res.text(),
+            edge.log_tail()
+        );
+        assert_eq!(
+            res.text(),
+            "ok",
+            "hook {i} was not answered by the upstream"
+        );
+    }
+}
+
+#[test]
+fn the_noop_filter_passes_and_counts_every_hook() {
+    let (upstream, seen) = counting_upstream();
+    let spec = EdgeSpec::new("floor-noop", upstream, free_port(), serde_json::json!({}));
+    let mut edge = floors::spawn(spec, floors::NOOP).unwrap();
+    edge.wait_ready(Duration::from_secs(60));
+    send_hooks(&edge);
+    assert_eq!(count(&seen, "/webhooks/gh"), HOOKS);
+    assert_eq!(
+        edge.stat(floors::NOOP_REQUESTS),
+        HOOKS as f64,
+        "{}",
+        edge.log_tail()
+    );
+}
+
+#[test]
+fn the_callout_floor_calls_once_per_hook_before_passing_it() {
+    let (upstream, seen) = counting_upstream();
+    // The `ankusa_store` cluster points at the same upstream, which holds
+    // the callout's answer for SLOW: a hook passed before it would show.
+    let config = serde_json::Value::String("ankusa_store /slow-ping".to_string());
+    let spec = EdgeSpec::new("floor-callout", upstream, upstream, config);
+    let mut edge = floors::spawn(spec, floors::CALLOUT).unwrap();
+    edge.wait_ready(Duration::from_secs(60));
+    send_hooks(&edge);
+    let log = seen.lock().unwrap().clone();
+    let expected: Vec<String> = (0..HOOKS)
+        .flat_map(|_| {
+            [
+                "/slow-ping",
+                "answered /slow-ping",
+                "/webhooks/gh",
+                "answered /webhooks/gh",
+            ]
+            .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(log, expected, "{}", edge.log_tail());
+    assert_eq!(edge.stat(floors::CALLOUT_CALLS), HOOKS as f64);
+    assert_eq!(edge.stat(floors::CALLOUT_ANSWERS), HOOKS as f64);
+}
+
+#[test]
+fn the_floor_module_replaces_the_filter_and_nothing_else() {
+    let spec = EdgeSpec::new("floor-t", 1, 2, serde_json::json!({}));
+    let full = ankusa_testkit::envoy::render(&spec, &ankusa_testkit::paths::filter_wasm());
+    let module = std::path::Path::new("/x/floor.wasm");
+    let swapped = floors::swap_module(&full, module).unwrap();
+    assert!(swapped.contains("filename: \"/x/floor.wasm\""), "{swapped}");
+    assert!(!swapped.contains("ankusa_filter.wasm"), "{swapped}");
+    assert_eq!(
+        full.lines().count(),
+        swapped.lines().count(),
+        "only the module line changes"
+    );
+    assert!(floors::swap_module("static_resources: {}\n", module).is_err());
+}

@@ -1,0 +1,362 @@
+//! `bench-edge [--clients N] [--seconds S] [--rounds R] [--mode M] …`
+//!
+//! What the filter costs an edge, as Envoy CPU per hook beside what other
+//! edges cost: the same Envoy, listener and route forwarding the same webhook
+//! POSTs to the intake, with (a) the router alone, (l) Envoy's native
+//! `local_ratelimit`, (n) a no-op wasm filter, (f) a wasm filter making one
+//! callout per hook (the store's `/healthz`), then the Ankusa filter on
+//! (b) node scopes, (d) node scopes verifying GitHub signatures, (c) fleet
+//! scopes (one store hit per hook, hooks that arrive together sharing a
+//! call, to a release ankusa-store on a real Redis) and (o) fleet scopes
+//! with the store unreachable and the breaker open; with `--baseline-wasm`,
+//! (B) and (C) run another build of the filter on (b)'s and (c)'s
+//! configurations, for a before/after in the same run.
+//! Quotas are high enough that nothing is refused.
+//!
+//! Every Envoy runs with one worker pinned to one core (`taskset`), and
+//! everything else (Redis, the store, the intake, this load generator) on
+//! another. Envoy's CPU per hook is Δ(utime+stime) from `/proc/<pid>/stat`
+//! over the 2xx answers. Two modes: `sequential` loads one Envoy at a time,
+//! in rounds whose order alternates (forward, then backward), so a drift in
+//! what else the machine does falls on every variant alike; `concurrent`
+//! loads every Envoy at once on the same core (the clients split evenly), so
+//! ratios between variants are taken in the same moment and survive a noisy
+//! machine. Prints ratios beside the goals. Run by scripts/bench-edge.sh,
+//! which builds the release artefacts first.
+
+use ankusa_testkit::envoy::{Edge, EdgeSpec};
+use ankusa_testkit::intake::Intake;
+use ankusa_testkit::paths;
+use ankusa_testkit::ports::free_port;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use ankusa_tools::fleet::stop_children_on_exit;
+use ankusa_tools::floors;
+use ankusa_tools::load::{self, LoadSpec};
+use clap::{Parser, ValueEnum};
+use std::time::Duration;
+
+mod measure;
+mod report;
+mod variants;
+use measure::{allowed_cpus, clock_tick, pin, Shared, Snapshot, Tally};
+use variants::{Variant, BODY, PATH, SIGNED_BODY};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// One Envoy loaded at a time, rounds alternating in order.
+    Sequential,
+    /// Every Envoy loaded at once on the same core.
+    Concurrent,
+    /// Sequential, then concurrent.
+    Both,
+}
+
+#[derive(Parser)]
+#[command(name = "bench-edge", version)]
+pub struct Args {
+    /// Concurrent keep-alive clients (split evenly between the Envoys in concurrent mode).
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// Measured seconds per variant per round.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Rounds per mode.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Unmeasured seconds per variant first (V8's JIT, upstream connections).
+    #[arg(long, default_value_t = 1.0)]
+    warmup_seconds: f64,
+    /// Envoy worker threads (`--concurrency`).
+    #[arg(long, default_value_t = 1)]
+    concurrency: u32,
+    #[arg(long, value_enum, default_value_t = Mode::Both)]
+    mode: Mode,
+    /// The variants to run, by key (`alnfbdco`; `B` and `C` need `--baseline-wasm`).
+    #[arg(long, default_value = "alnfbdco")]
+    only: String,
+    /// The core every Envoy is pinned to.
+    #[arg(long, default_value_t = 0)]
+    envoy_cpu: usize,
+    /// The core everything else is pinned to.
+    #[arg(long, default_value_t = 1)]
+    rest_cpu: usize,
+    /// Pin nothing (a machine with one core, or a comparison with the old figures).
+    #[arg(long)]
+    no_pin: bool,
+    /// Another build of the filter (e.g. an older commit's), run by variants
+    /// (B) and (C) beside this tree's (b) and (c) for a paired before/after.
+    #[arg(long)]
+    baseline_wasm: Option<std::path::PathBuf>,
+}
+
+fn main() {
+    let args = Args::parse();
+    // Read by testkit::paths::workspace_bin: the store and intake as released.
+    std::env::set_var("ANKUSA_PROFILE", "release");
+    if let Err(e) = stop_children_on_exit("bench-edge") {
+        eprintln!("bench-edge: {e}");
+        std::process::exit(1);
+    }
+    match run(&args) {
+        Ok(problems) => {
+            for p in &problems {
+                eprintln!("bench-edge: {p}");
+            }
+            std::process::exit(if problems.is_empty() { 0 } else { 1 });
+        }
+        Err(e) => {
+            eprintln!("bench-edge: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn seconds(flag: &str, v: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(v).map_err(|_| format!("--{flag} must be seconds ≥ 0, got {v}"))
+}
+
+/// The variants `only` names, in their usual order.
+fn chosen(only: &str) -> Result<Vec<Variant>, String> {
+    let all = variants::variants();
+    if let Some(bad) = only.chars().find(|c| !all.iter().any(|v| v.key == *c)) {
+        return Err(format!(
+            "--only {only:?}: no variant {bad:?} (the keys are {})",
+            all.iter().map(|v| v.key).collect::<String>()
+        ));
+    }
+    let picked: Vec<Variant> = all.into_iter().filter(|v| only.contains(v.key)).collect();
+    if picked.is_empty() {
+        return Err("--only names no variant".to_string());
+    }
+    Ok(picked)
+}
+
+/// What every client of `variant` sends to `edge` for `duration`.
+fn load_spec(
+    variant: &Variant,
+    edge: &Edge,
+    tag: &str,
+    clients: usize,
+    duration: Duration,
+) -> LoadSpec {
+    let mut headers = vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        // A fresh delivery per hook: none is a duplicate, every one a claim.
+        (
+            "x-github-delivery".to_string(),
+            format!("{tag}-{}-{{i}}", variant.key),
+        ),
+        ("x-intake-status".to_string(), "201".to_string()),
+    ];
+    let body = if variant.signed {
+        headers.push(("x-hub-signature-256".to_string(), variants::signature()));
+        SIGNED_BODY
+    } else {
+        BODY
+    };
+    LoadSpec {
+        url: edge.url(PATH),
+        method: "POST".to_string(),
+        headers,
+        body: body.to_string(),
+        clients,
+        duration,
+        expect_body: None,
+        timeout: Duration::from_secs(10),
+        rate: None,
+        max_requests: None,
+    }
+}
+
+fn run(args: &Args) -> Result<Vec<String>, String> {
+    let measured = seconds("seconds", args.seconds)?;
+    let warmup = seconds("warmup-seconds", args.warmup_seconds)?;
+    if args.rounds == 0 {
+        return Err("--rounds must be at least 1, got 0".to_string());
+    }
+    let chosen = chosen(&args.only)?;
+    for needed in [
+        paths::target_dir().join("release/ankusa-store"),
+        paths::target_dir().join("release/intake"),
+        paths::target_dir().join("wasm32-wasip1/release/ankusa_filter.wasm"),
+    ] {
+        if !needed.exists() {
+            return Err(format!(
+                "{} is missing: run scripts/bench-edge.sh, which builds it",
+                needed.display()
+            ));
+        }
+    }
+    floors::wasm(floors::NOOP)?;
+    floors::wasm(floors::CALLOUT)?;
+    if let Some(wasm) = &args.baseline_wasm {
+        if !wasm.is_file() {
+            return Err(format!("--baseline-wasm {}: no such file", wasm.display()));
+        }
+    }
+
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pinned = !args.no_pin && cores >= 2;
+    if pinned {
+        // Before any child starts: they inherit it; each Envoy is moved after.
+        pin(std::process::id(), args.rest_cpu)?;
+    }
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    if !store.wait_ready(Duration::from_secs(10)) {
+        return Err(format!(
+            "ankusa-store never reached Redis:\n{}",
+            store.proc.log_tail()
+        ));
+    }
+    // The hooks carry `x-intake-status: 201` (answered without storing).
+    let intake = Intake::start_obeying();
+    let dead_store = free_port();
+
+    let mut edges = Vec::new();
+    for v in &chosen {
+        let store_port = if v.store_down { dead_store } else { store.port };
+        let mut spec = EdgeSpec::new(
+            &format!("bench-{}", v.key),
+            intake.port,
+            store_port,
+            serde_json::Value::Null,
+        );
+        spec.concurrency = args.concurrency;
+        let mut edge = variants::spawn(v, spec, args.baseline_wasm.as_deref())?;
+        edge.wait_ready(Duration::from_secs(90));
+        if pinned {
+            pin(edge.proc.pid(), args.envoy_cpu)?;
+        }
+        edges.push(edge);
+    }
+    let pinning = if pinned {
+        format!(
+            "every Envoy on CPU {} (Cpus_allowed_list {}), everything else on CPU {} ({})",
+            args.envoy_cpu,
+            allowed_cpus(edges[0].proc.pid()),
+            args.rest_cpu,
+            allowed_cpus(std::process::id())
+        )
+    } else {
+        "none (every process may run on every core)".to_string()
+    };
+    report::print_facts(args, &redis, &pinning);
+
+    for (v, edge) in chosen.iter().zip(&edges) {
+        load::run(&load_spec(v, edge, "warm", args.clients, warmup))?;
+        if v.store_down {
+            // The breaker opens after a few failed calls; give it up to 10 more warm-ups.
+            for _ in 0..10 {
+                if edge.stat("ankusa_fleet_breaker_state") == 1.0 {
+                    break;
+                }
+                load::run(&load_spec(
+                    v,
+                    edge,
+                    "warm",
+                    args.clients,
+                    Duration::from_millis(500),
+                ))?;
+            }
+        }
+    }
+
+    let tick = clock_tick();
+    let others = [
+        store.proc.pid(),
+        redis.proc.pid(),
+        intake.proc.pid(),
+        std::process::id(),
+    ];
+    let shared = || Shared::read(&store, &redis, &others, tick);
+    let mut problems = Vec::new();
+    let sequential = matches!(args.mode, Mode::Sequential | Mode::Both);
+    let concurrent = matches!(args.mode, Mode::Concurrent | Mode::Both);
+
+    if sequential {
+        let mut tallies = vec![Tally::default(); chosen.len()];
+        for round in 0..args.rounds {
+            let mut order: Vec<usize> = (0..chosen.len()).collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for i in order {
+                let (v, edge) = (&chosen[i], &edges[i]);
+                let spec = load_spec(v, edge, &format!("seq{round}"), args.clients, measured);
+                let (before, s0) = (Snapshot::before(edge, tick), shared());
+                let report = load::run(&spec)?;
+                let (after, s1) = (Snapshot::after(edge, tick), shared());
+                tallies[i].add(&report, before, after);
+                tallies[i].add_shared(s1.since(s0));
+            }
+        }
+        problems.extend(finish(
+            "sequential: one Envoy loaded at a time",
+            "sequential",
+            &chosen,
+            &mut tallies,
+        ));
+    }
+
+    if concurrent {
+        let mut tallies = vec![Tally::default(); chosen.len()];
+        let each = (args.clients / chosen.len()).max(1);
+        for round in 0..args.rounds {
+            let specs = chosen
+                .iter()
+                .zip(&edges)
+                .map(|(v, e)| load_spec(v, e, &format!("con{round}"), each, measured))
+                .collect();
+            let before: Vec<Snapshot> = edges.iter().map(|e| Snapshot::before(e, tick)).collect();
+            let s0 = shared();
+            let reports = load::run_all(specs)?;
+            let after: Vec<Snapshot> = edges.iter().map(|e| Snapshot::after(e, tick)).collect();
+            let mut s1 = shared().since(s0);
+            // The load generator serves every Envoy at once: no variant owns the others' CPU.
+            s1.others_cpu = 0.0;
+            // Several variants calling the store share its counts in proportion to their hooks.
+            let store_hooks: u64 = (0..chosen.len())
+                .filter(|&i| chosen[i].hits_store())
+                .map(|i| reports[i].ok)
+                .sum();
+            for (i, t) in tallies.iter_mut().enumerate() {
+                t.add(&reports[i], before[i], after[i]);
+                if chosen[i].hits_store() && store_hooks > 0 {
+                    t.add_shared(s1.scaled(reports[i].ok as f64 / store_hooks as f64));
+                }
+            }
+        }
+        let title =
+            format!("concurrent: every Envoy loaded at once on one core, {each} clients each");
+        problems.extend(finish(&title, "concurrent", &chosen, &mut tallies));
+    }
+    drop(edges);
+    Ok(problems)
+}
+
+/// Prints one mode and returns its problems.
+fn finish(title: &str, mode: &str, chosen: &[Variant], tallies: &mut [Tally]) -> Vec<String> {
+    tallies.iter_mut().for_each(Tally::finish);
+    let rows: Vec<(&Variant, &Tally)> = chosen.iter().zip(tallies.iter()).collect();
+    report::print_mode(title, &rows);
+    rows.iter()
+        .filter_map(|(v, t)| report::problem(v, t, mode))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_picks_variants_by_key_in_their_order() {
+        let keys = |s: &str| chosen(s).unwrap().iter().map(|v| v.key).collect::<String>();
+        assert_eq!(keys("ca"), "ac");
+        assert_eq!(keys("alnfbdco"), "alnfbdco");
+        let err = chosen("az").err().unwrap();
+        assert!(err.contains("'z'"), "{err}");
+        assert!(chosen("").is_err());
+    }
+}

@@ -1,0 +1,326 @@
+//! What bench-edge reads around each measured run: CPU time from `/proc`,
+//! the edges' and the store's counters, Redis's command count; and the
+//! pinning of Envoy to one core and everything else to another.
+
+use super::variants::LOCAL_OK;
+use ankusa_testkit::envoy::{find_metric, Edge};
+use ankusa_testkit::http;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use ankusa_tools::floors;
+use ankusa_tools::load::Report;
+use std::time::Duration;
+
+/// Clock ticks per second, the unit of /proc's CPU times.
+pub fn clock_tick() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// User plus system CPU seconds `pid` (all its threads) has used so far; 0 if unreadable.
+pub fn cpu_seconds(pid: u32, tick: f64) -> f64 {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // The command name may hold spaces: fields are counted after the last ')',
+    // where field 3 (state) comes first, so utime (14) and stime (15) are 11 and 12.
+    let Some(rest) = text.rfind(')').map(|i| &text[i + 1..]) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / tick
+}
+
+/// Moves every thread of `pid` to `cpu` (`taskset -a -p -c`); threads it
+/// starts later inherit it.
+pub fn pin(pid: u32, cpu: usize) -> Result<(), String> {
+    let out = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", &cpu.to_string(), &pid.to_string()])
+        .output()
+        .map_err(|e| format!("cannot run taskset: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "taskset -a -p -c {cpu} {pid}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The CPUs `pid`'s main thread may run on, as `/proc/<pid>/status` lists them.
+pub fn allowed_cpus(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map_or("?".to_string(), |s| s.trim().to_string())
+}
+
+/// One edge's counters, as its admin prints them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EdgeCounts {
+    pub admitted: f64,
+    pub fallbacks: f64,
+    pub noop: f64,
+    pub callout_calls: f64,
+    pub callout_answers: f64,
+    pub local_ok: f64,
+    /// `ankusa_fleet_breaker_state` (0 closed, 1 open); a gauge, not subtracted.
+    pub breaker: f64,
+}
+
+impl EdgeCounts {
+    pub fn read(edge: &Edge) -> EdgeCounts {
+        let text = http::get(&edge.admin_url("/stats/prometheus"))
+            .map(|r| r.text())
+            .unwrap_or_default();
+        let m = |name: &str| find_metric(&text, name).unwrap_or(0.0);
+        EdgeCounts {
+            admitted: m(r#"ankusa_admissions_total{outcome="admitted"}"#),
+            fallbacks: m("ankusa_fleet_fallback_total"),
+            noop: m(floors::NOOP_REQUESTS),
+            callout_calls: m(floors::CALLOUT_CALLS),
+            callout_answers: m(floors::CALLOUT_ANSWERS),
+            local_ok: m(LOCAL_OK),
+            breaker: m("ankusa_fleet_breaker_state"),
+        }
+    }
+
+    fn since(self, before: EdgeCounts) -> EdgeCounts {
+        EdgeCounts {
+            admitted: self.admitted - before.admitted,
+            fallbacks: self.fallbacks - before.fallbacks,
+            noop: self.noop - before.noop,
+            callout_calls: self.callout_calls - before.callout_calls,
+            callout_answers: self.callout_answers - before.callout_answers,
+            local_ok: self.local_ok - before.local_ok,
+            breaker: self.breaker,
+        }
+    }
+
+    fn add(&mut self, o: EdgeCounts) {
+        self.admitted += o.admitted;
+        self.fallbacks += o.fallbacks;
+        self.noop += o.noop;
+        self.callout_calls += o.callout_calls;
+        self.callout_answers += o.callout_answers;
+        self.local_ok += o.local_ok;
+        self.breaker = o.breaker;
+    }
+}
+
+/// What the store and Redis did: shared by every edge.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Shared {
+    /// Hits the store's hit calls carried (`ankusa_store_hits_per_call_sum`):
+    /// one per hook that reached it, alone or in a batch.
+    pub store_hits: f64,
+    /// Hit calls (`/v1/hit` or a batch on `/v1/hits`) the store answered.
+    pub store_calls: f64,
+    /// Redis's `total_commands_processed` (the INFO call itself included).
+    pub redis_cmds: f64,
+    /// CPU seconds of the store, Redis, the intake and this process (the load).
+    pub others_cpu: f64,
+}
+
+impl Shared {
+    pub fn read(store: &Store, redis: &Redis, others: &[u32], tick: f64) -> Shared {
+        let text = http::get(&store.url_of("/metrics"))
+            .map(|r| r.text())
+            .unwrap_or_default();
+        let store_hits =
+            ankusa_testkit::store::metric_value(&text, "ankusa_store_hits_per_call_sum");
+        let store_calls =
+            ankusa_testkit::store::metric_value(&text, "ankusa_store_hits_per_call_count");
+        let redis_cmds = redis.info_number("stats", "total_commands_processed");
+        Shared {
+            store_hits,
+            store_calls,
+            redis_cmds,
+            others_cpu: others.iter().map(|&p| cpu_seconds(p, tick)).sum(),
+        }
+    }
+
+    /// `self` times `share` (a variant's part of counts several variants made together).
+    pub fn scaled(self, share: f64) -> Shared {
+        Shared {
+            store_hits: self.store_hits * share,
+            store_calls: self.store_calls * share,
+            redis_cmds: self.redis_cmds * share,
+            others_cpu: self.others_cpu * share,
+        }
+    }
+
+    pub fn since(self, before: Shared) -> Shared {
+        Shared {
+            store_hits: self.store_hits - before.store_hits,
+            store_calls: self.store_calls - before.store_calls,
+            redis_cmds: self.redis_cmds - before.redis_cmds,
+            others_cpu: self.others_cpu - before.others_cpu,
+        }
+    }
+}
+
+/// One edge's state at one moment: its CPU time and counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Snapshot {
+    pub cpu: f64,
+    pub counts: EdgeCounts,
+}
+
+impl Snapshot {
+    /// Taken before a run: the counters first, so rendering them (Envoy's
+    /// admin, not a hook) falls outside the CPU measured.
+    pub fn before(edge: &Edge, tick: f64) -> Snapshot {
+        let counts = EdgeCounts::read(edge);
+        Snapshot {
+            cpu: cpu_seconds(edge.proc.pid(), tick),
+            counts,
+        }
+    }
+
+    /// Taken after a run: the CPU first, for the same reason.
+    pub fn after(edge: &Edge, tick: f64) -> Snapshot {
+        let cpu = cpu_seconds(edge.proc.pid(), tick);
+        Snapshot {
+            cpu,
+            counts: EdgeCounts::read(edge),
+        }
+    }
+}
+
+/// Everything one variant measured, summed over its rounds.
+#[derive(Clone, Debug, Default)]
+pub struct Tally {
+    pub ok: u64,
+    pub non_2xx: u64,
+    pub errors: u64,
+    pub reconnects: u64,
+    pub elapsed: Duration,
+    /// Sorted once every round is in ([`Tally::finish`]).
+    pub latencies_us: Vec<u32>,
+    pub envoy_cpu: f64,
+    pub counts: EdgeCounts,
+    /// The store's and Redis's work, where this variant alone caused it.
+    pub shared: Shared,
+    /// Envoy CPU µs per 2xx answer in each round.
+    pub per_round_us: Vec<f64>,
+}
+
+impl Tally {
+    pub fn add(&mut self, report: &Report, before: Snapshot, after: Snapshot) {
+        let cpu = after.cpu - before.cpu;
+        self.ok += report.ok;
+        self.non_2xx += report.non_2xx + report.bad_body;
+        self.errors += report.errors;
+        self.reconnects += report.reconnects();
+        self.elapsed += report.elapsed;
+        self.latencies_us.extend(&report.latencies_us);
+        self.envoy_cpu += cpu;
+        self.counts.add(after.counts.since(before.counts));
+        self.per_round_us.push(if report.ok > 0 {
+            cpu * 1e6 / report.ok as f64
+        } else {
+            f64::NAN
+        });
+    }
+
+    pub fn add_shared(&mut self, s: Shared) {
+        self.shared.store_hits += s.store_hits;
+        self.shared.store_calls += s.store_calls;
+        self.shared.redis_cmds += s.redis_cmds;
+        self.shared.others_cpu += s.others_cpu;
+    }
+
+    pub fn finish(&mut self) {
+        self.latencies_us.sort_unstable();
+    }
+
+    pub fn rps(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.ok as f64 / s
+        } else {
+            0.0
+        }
+    }
+
+    pub fn percentile_ms(&self, p: f64) -> f64 {
+        ankusa_tools::load::percentile_ms(&self.latencies_us, p)
+    }
+
+    /// Envoy CPU µs per 2xx answer over every round; `None` without one.
+    pub fn envoy_us(&self) -> Option<f64> {
+        (self.ok > 0).then(|| self.envoy_cpu * 1e6 / self.ok as f64)
+    }
+
+    /// `x` per 2xx answer; 0 without one.
+    pub fn per_hook(&self, x: f64) -> f64 {
+        if self.ok > 0 {
+            x / self.ok as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tally_sums_rounds_and_keeps_each_rounds_cost() {
+        let mut t = Tally::default();
+        let report = |ok, ms: u32| Report {
+            ok,
+            clients: 1,
+            connects: 1,
+            elapsed: Duration::from_secs(1),
+            latencies_us: vec![ms * 1000; ok as usize],
+            ..Report::default()
+        };
+        let snap = |cpu, admitted| Snapshot {
+            cpu,
+            counts: EdgeCounts {
+                admitted,
+                breaker: 1.0,
+                ..EdgeCounts::default()
+            },
+        };
+        t.add(&report(100, 2), snap(1.0, 10.0), snap(1.01, 110.0));
+        t.add(&report(300, 1), snap(2.0, 110.0), snap(2.06, 410.0));
+        t.finish();
+        assert_eq!(t.ok, 400);
+        assert_eq!(t.counts.admitted, 400.0);
+        assert_eq!(t.counts.breaker, 1.0);
+        assert!((t.rps() - 200.0).abs() < 1e-9);
+        assert!((t.envoy_us().unwrap() - 175.0).abs() < 1e-6);
+        assert!((t.per_round_us[0] - 100.0).abs() < 1e-6);
+        assert!((t.per_round_us[1] - 200.0).abs() < 1e-6);
+        assert_eq!(t.percentile_ms(0.5), 1.0);
+        assert_eq!(t.percentile_ms(0.99), 2.0);
+        assert_eq!(Tally::default().envoy_us(), None);
+    }
+
+    #[test]
+    fn this_process_has_cpu_time_and_an_allowed_cpu_list() {
+        let pid = std::process::id();
+        // Busy until /proc shows a tick of CPU time, on a loaded machine too.
+        let spin = std::time::Instant::now();
+        while cpu_seconds(pid, clock_tick()) == 0.0 && spin.elapsed() < Duration::from_secs(20) {}
+        assert!(cpu_seconds(pid, clock_tick()) > 0.0);
+        assert_ne!(allowed_cpus(pid), "?");
+        assert_eq!(cpu_seconds(u32::MAX, 100.0), 0.0);
+    }
+}

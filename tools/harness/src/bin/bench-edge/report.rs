@@ -1,0 +1,233 @@
+//! What bench-edge prints: the machine and knobs; per mode one row per
+//! variant with its rate, latencies and Envoy CPU per hook; the ratios
+//! between variants beside the goals; and why a row doesn't measure what it
+//! names, if it doesn't.
+
+use super::measure::Tally;
+use super::variants::{Module, Variant, BODY, PATH};
+use super::Args;
+use ankusa_testkit::paths;
+use ankusa_testkit::process::load_average;
+use ankusa_testkit::redis::Redis;
+use ankusa_tools::load;
+
+/// A ratio of Envoy CPU per hook the goals bound: `num`/`den` at most `goal`.
+pub const GOALS: [(char, char, f64, &str); 2] = [
+    ('b', 'n', 1.15, "node scopes / no-op wasm filter"),
+    ('c', 'f', 1.00, "fleet scopes / one-callout floor"),
+];
+
+/// Ratios printed for context, no goal attached.
+const CONTEXT: [(char, char, &str); 10] = [
+    ('l', 'a', "native local_ratelimit / bare"),
+    ('n', 'a', "no-op wasm / bare"),
+    ('n', 'l', "no-op wasm / native local_ratelimit"),
+    ('f', 'n', "one-callout floor / no-op wasm"),
+    ('b', 'a', "node scopes / bare"),
+    ('d', 'b', "node + verify / node scopes"),
+    ('c', 'b', "fleet scopes / node scopes"),
+    ('o', 'b', "fleet, breaker open / node scopes"),
+    ('b', 'B', "node scopes / baseline build"),
+    ('c', 'C', "fleet scopes / baseline build"),
+];
+
+/// Why `t` doesn't measure what `v` names, if it doesn't.
+pub fn problem(v: &Variant, t: &Tally, mode: &str) -> Option<String> {
+    let tag = format!("{mode} ({})", v.key);
+    let ok = t.ok as f64;
+    if t.ok == 0 {
+        return Some(format!(
+            "{tag} got no 2xx answer ({} non-2xx, {} errors)",
+            t.non_2xx, t.errors
+        ));
+    }
+    if t.non_2xx > 0 {
+        return Some(format!(
+            "{tag} {} hooks were refused: nothing should be",
+            t.non_2xx
+        ));
+    }
+    match v.module {
+        Module::Filter if t.counts.admitted == 0.0 => {
+            Some(format!("{tag} the filter admitted nothing"))
+        }
+        Module::LocalRatelimit if t.counts.local_ok < ok => Some(format!(
+            "{tag} the native limiter passed {} of {} hooks",
+            t.counts.local_ok, t.ok
+        )),
+        Module::Noop if t.counts.noop < ok => Some(format!(
+            "{tag} the no-op filter counted {} of {} hooks",
+            t.counts.noop, t.ok
+        )),
+        Module::Callout if t.counts.callout_answers < ok => Some(format!(
+            "{tag} the callout floor had {} answers for {} hooks",
+            t.counts.callout_answers, t.ok
+        )),
+        _ if v.hits_store() && t.shared.store_hits == 0.0 => {
+            Some(format!("{tag} the store saw no hit"))
+        }
+        _ if v.store_down && t.counts.breaker != 1.0 => Some(format!(
+            "{tag} the breaker was not open (state {})",
+            t.counts.breaker
+        )),
+        _ => None,
+    }
+}
+
+pub fn print_facts(args: &Args, redis: &Redis, pinning: &str) {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    // Counted from /proc: once this process is pinned it may use only one.
+    let cores = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
+        .map_or("unknown CPU", |(_, m)| m.trim());
+    let envoy = std::process::Command::new(paths::envoy_bin())
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let envoy = envoy
+        .split_once("version: ")
+        .map_or("unknown", |(_, v)| v.trim());
+    let redis_version = redis
+        .info("server", "redis_version")
+        .unwrap_or_else(|| "unknown".to_string());
+    println!(
+        "machine: {cores} cores ({model}), load average {} at the start",
+        load_average()
+    );
+    println!("envoy:   {envoy}, --concurrency {}", args.concurrency);
+    println!(
+        "redis:   {redis_version}; ankusa-store, intake and this load generator: release builds"
+    );
+    println!("pinning: {pinning}");
+    println!(
+        "knobs:   {} keep-alive HTTP/1.1 clients, {} rounds of {}s per variant after {}s warm-up; \
+         POST {PATH}, a ~{}-byte JSON body, a fresh x-github-delivery per hook; \
+         intake answers 201 without storing (x-intake-status)",
+        args.clients,
+        args.rounds,
+        args.seconds,
+        args.warmup_seconds,
+        BODY.replace(load::COUNTER, "12345").len()
+    );
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.filter(|x| x.is_finite())
+        .map_or("-".to_string(), |x| format!("{x:.digits$}"))
+}
+
+/// One mode's table, ratios and goals.
+pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
+    let get = |k: char| rows.iter().find(|(v, _)| v.key == k).map(|(_, t)| *t);
+    let us = |k: char| get(k).and_then(Tally::envoy_us);
+    println!();
+    println!("== {title} (load average now {})", load_average());
+    println!(
+        "{:<32} {:>8} {:>8} {:>8} {:>7} {:>6} {:>6} {:>11} {:>6} {:>6} {:>11}",
+        "variant",
+        "2xx",
+        "2xx/s",
+        "p50_ms",
+        "p99_ms",
+        "errors",
+        "reconn",
+        "envoy µs/hk",
+        "×(a)",
+        "×(n)",
+        "others µs/hk"
+    );
+    for (v, t) in rows {
+        let ratio_to = |k: char| match (t.envoy_us(), us(k)) {
+            (Some(x), Some(y)) if y > 0.0 => Some(x / y),
+            _ => None,
+        };
+        println!(
+            "{:<32} {:>8} {:>8.0} {:>8.3} {:>7.3} {:>6} {:>6} {:>11} {:>6} {:>6} {:>11}",
+            format!("({}) {}", v.key, v.name),
+            t.ok,
+            t.rps(),
+            t.percentile_ms(0.50),
+            t.percentile_ms(0.99),
+            t.errors,
+            t.reconnects,
+            fmt_opt(t.envoy_us(), 1),
+            fmt_opt(ratio_to('a'), 2),
+            fmt_opt(ratio_to('n'), 2),
+            if t.shared.others_cpu > 0.0 {
+                format!("{:.1}", t.per_hook(t.shared.others_cpu) * 1e6)
+            } else {
+                "-".to_string()
+            },
+        );
+    }
+    let ratio = |a: char, b: char| -> Option<(f64, f64, f64)> {
+        let (ta, tb) = (get(a)?, get(b)?);
+        let whole = ta.envoy_us()? / tb.envoy_us()?;
+        let per: Vec<f64> = ta
+            .per_round_us
+            .iter()
+            .zip(&tb.per_round_us)
+            .map(|(x, y)| x / y)
+            .filter(|r| r.is_finite())
+            .collect();
+        let lo = per.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = per.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some((whole, lo, hi))
+    };
+    println!();
+    println!(
+        "Envoy CPU per hook, ratios (all rounds; the spread of the per-round ratios in brackets):"
+    );
+    for (a, b, goal, what) in GOALS {
+        if let Some((r, lo, hi)) = ratio(a, b) {
+            println!(
+                "  goal  ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]  target ≤ {goal:.2}  {}",
+                if r <= goal { "met" } else { "NOT met" }
+            );
+        }
+    }
+    for (a, b, what) in CONTEXT {
+        if let Some((r, lo, hi)) = ratio(a, b) {
+            println!("        ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]");
+        }
+    }
+    if let (Some(d), Some(b)) = (us('d'), us('b')) {
+        println!(
+            "  verification costs {:+.1} Envoy CPU µs per hook, (d) beside (b)",
+            d - b
+        );
+    }
+    for (v, t) in rows.iter().filter(|(v, _)| v.module == Module::Filter) {
+        let mut line = format!(
+            "  ({}) admitted {:.0} of {} 2xx; fleet fallbacks {:.0}",
+            v.key, t.counts.admitted, t.ok, t.counts.fallbacks
+        );
+        if v.hits_store() {
+            line += &format!(
+                "; store hits {:.0} ({:.2} per hook) in {:.0} calls ({:.2} hooks per call); Redis commands {:.0} ({:.2} per hook)",
+                t.shared.store_hits,
+                t.per_hook(t.shared.store_hits),
+                t.shared.store_calls,
+                t.shared.store_hits / t.shared.store_calls.max(1.0),
+                t.shared.redis_cmds,
+                t.per_hook(t.shared.redis_cmds)
+            );
+        }
+        if v.store_down {
+            line += &format!("; breaker state {} (1 = open)", t.counts.breaker);
+        }
+        println!("{line}");
+    }
+    if let Some(f) = get('f') {
+        println!(
+            "  (f) callouts {:.0}, answered {:.0}, for {} hooks",
+            f.counts.callout_calls, f.counts.callout_answers, f.ok
+        );
+    }
+}

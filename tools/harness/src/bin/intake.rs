@@ -1,0 +1,68 @@
+//! `intake --listen 127.0.0.1:PORT --data-dir DIR [--dedupe-ttl-ms N] [--obey-test-headers]`
+
+use ankusa_tools::intake::{self, Config, DEFAULT_DEDUPE_TTL_MS};
+use clap::Parser;
+use std::path::PathBuf;
+
+/// The sample intake: stores every POSTed hook durably and dedupes by event key.
+#[derive(Parser, Debug)]
+#[command(name = "intake", version)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, env = "INTAKE_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// Folder for the journal (hooks.jsonl); created if missing.
+    #[arg(long, env = "INTAKE_DATA_DIR")]
+    data_dir: PathBuf,
+    /// How long a stored event key makes a later copy a duplicate (ms).
+    #[arg(long, env = "INTAKE_DEDUPE_TTL_MS", default_value_t = DEFAULT_DEDUPE_TTL_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    dedupe_ttl_ms: u64,
+    /// Obey the test headers `x-intake-delay-ms` and `x-intake-status` (for
+    /// tests and benchmarks only: any sender can set them through the edge).
+    #[arg(long)]
+    obey_test_headers: bool,
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("intake: cannot listen on --listen {}: {e}", args.listen);
+            std::process::exit(2);
+        }
+    };
+    eprintln!(
+        "intake: listening on {}, data in {}",
+        args.listen,
+        args.data_dir.display()
+    );
+    let config = Config {
+        data_dir: args.data_dir,
+        dedupe_ttl_ms: args.dedupe_ttl_ms,
+        obey_test_headers: args.obey_test_headers,
+    };
+    if let Err(e) = intake::run(listener, config, shutdown()).await {
+        eprintln!("intake: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// SIGINT or SIGTERM. Answers already promised are synced before they are sent,
+/// so stopping here loses nothing that was acknowledged.
+async fn shutdown() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

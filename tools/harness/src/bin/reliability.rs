@@ -1,0 +1,87 @@
+//! Rewrites the tables of `RELIABILITY.md` from the rows a run of the fault
+//! suite and the hostile-input probes saved (`ANKUSA_RELIABILITY_DIR`).
+//!
+//! `reliability --rows DIR --doc RELIABILITY.md --machine TEXT`
+
+use ankusa_tools::faults::table::{merge_table, read_rows, replace_section, section};
+use ankusa_tools::faults::Fault;
+use clap::Parser;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(about = "Rewrite RELIABILITY.md's tables from saved fault-suite rows")]
+struct Args {
+    /// The folder the rows were saved in (`ANKUSA_RELIABILITY_DIR`).
+    #[arg(long)]
+    rows: PathBuf,
+    /// The document whose sections are rewritten.
+    #[arg(long, default_value = "RELIABILITY.md")]
+    doc: PathBuf,
+    /// What the run ran on (put in the `machine` section).
+    #[arg(long, default_value = "")]
+    machine: String,
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = rewrite(&args) {
+        eprintln!("reliability: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn rewrite(args: &Args) -> Result<(), String> {
+    let rows = read_rows(&args.rows)?;
+    if rows.is_empty() {
+        return Err(format!("no rows in {}", args.rows.display()));
+    }
+    let order: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+    let mut doc = std::fs::read_to_string(&args.doc)
+        .map_err(|e| format!("cannot read {}: {e}", args.doc.display()))?;
+    let table = merge_table(section(&doc, "faults").unwrap_or(""), &rows, &order);
+    doc = replace_section(&doc, "faults", &table)?;
+    if let Some(hostile) = hostile_section(&args.rows) {
+        doc = replace_section(&doc, "hostile", &hostile)?;
+    }
+    if !args.machine.is_empty() {
+        doc = replace_section(&doc, "machine", &format!("{}\n", args.machine.trim_end()))?;
+    }
+    std::fs::write(&args.doc, doc)
+        .map_err(|e| format!("cannot write {}: {e}", args.doc.display()))?;
+    let lost: u64 = rows.iter().map(|r| r.lost).sum();
+    eprintln!(
+        "{}: {} fault rows, {lost} hooks lost",
+        args.doc.display(),
+        rows.len()
+    );
+    Ok(())
+}
+
+/// The probes' table, then one memory row per load size, when a run saved them.
+fn hostile_section(rows: &std::path::Path) -> Option<String> {
+    let probes = std::fs::read_to_string(rows.join("hostile-probes.md")).ok();
+    let mut memory: Vec<PathBuf> = std::fs::read_dir(rows)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("hostile-memory-"))
+        })
+        .collect();
+    memory.sort();
+    if probes.is_none() && memory.is_empty() {
+        return None;
+    }
+    let mut out = probes.unwrap_or_default();
+    if !memory.is_empty() {
+        out.push_str(
+            "\n| load | edge (Envoy) RSS | store RSS | Redis used memory |\n|---|---|---|---|\n",
+        );
+        for file in memory {
+            out.push_str(&std::fs::read_to_string(file).unwrap_or_default());
+        }
+    }
+    Some(out)
+}

@@ -1,0 +1,20 @@
+//! The sample intake: the upstream "queue writer" behind the edges.
+//!
+//! Any `POST` stores the hook durably ([`journal`]) and answers
+//! `201 {"status":"accepted","id":ID}`; a hook whose (tenant, source, event key)
+//! it already holds answers `201 {"status":"accepted","id":OLD,"duplicate":true}`
+//! with `x-ankusa-hook-id: OLD`. `GET /hooks` lists what is stored, `GET /stats`
+//! counts it and the copies the index caught (`{"hooks":N,"duplicates_caught":N}`),
+//! `GET /healthz` answers 200. Test headers, obeyed only when started with
+//! `--obey-test-headers` (ignored otherwise: they reach it from any sender
+//! through the edge): `x-intake-delay-ms: N` sleeps before answering,
+//! `x-intake-status: CODE` answers CODE and stores nothing.
+
+pub mod journal;
+mod server;
+
+pub use journal::{Journal, Outcome, Record};
+pub use server::{run, Config};
+
+/// Default dedupe window: 72 h, Stripe's and Shopify's retry horizon.
+pub const DEFAULT_DEDUPE_TTL_MS: u64 = 72 * 3600 * 1000;

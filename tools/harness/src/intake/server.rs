@@ -1,0 +1,266 @@
+//! HTTP for the intake: hyper 1.x, HTTP/1.1 and HTTP/2 on one port.
+
+use super::journal::{Journal, Outcome, Record};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// Largest body the intake stores (bytes); more is a 413.
+pub const MAX_BODY: usize = 8 * 1024 * 1024;
+/// Longest `x-intake-delay-ms` honoured, so a typo can't hang a test for hours.
+pub const MAX_DELAY_MS: u64 = 120_000;
+/// Longest hook id kept (bytes), the same limit the store puts on the wire.
+pub const MAX_ID_LEN: usize = 64;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    /// How long a stored event key makes a later copy a duplicate (ms).
+    pub dedupe_ttl_ms: u64,
+    /// Obey the test headers (`x-intake-delay-ms`, `x-intake-status`). Off,
+    /// they are ignored: the edge forwards whatever a sender sets, and a
+    /// sender must not be able to hold the intake or make it drop a hook.
+    pub obey_test_headers: bool,
+}
+
+/// Serves `listener` until `shutdown` resolves.
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), String> {
+    let journal = Journal::open(&config.data_dir, config.dedupe_ttl_ms)?;
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of descriptors and the like: back off, don't spin.
+                    eprintln!("intake: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => return Ok(()),
+        };
+        let journal = journal.clone();
+        let obey = config.obey_test_headers;
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| handle(req, journal.clone(), obey));
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    journal: Journal,
+    obey: bool,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    Ok(answer(req, journal, obey)
+        .await
+        .unwrap_or_else(Refusal::into_response))
+}
+
+/// A request the intake won't store, and why.
+struct Refusal {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl Refusal {
+    fn into_response(self) -> Response<Full<Bytes>> {
+        json(
+            self.status,
+            serde_json::json!({"error": self.code, "message": self.message}),
+        )
+    }
+}
+
+type Answer = Result<Response<Full<Bytes>>, Refusal>;
+
+async fn answer(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/healthz") => Ok(json(StatusCode::OK, serde_json::json!({"status": "ok"}))),
+        (&Method::GET, "/hooks") => Ok(json(
+            StatusCode::OK,
+            serde_json::Value::Array(journal.summaries()),
+        )),
+        (&Method::GET, "/stats") => Ok(json(
+            StatusCode::OK,
+            serde_json::json!({
+                "hooks": journal.stored(),
+                "duplicates_caught": journal.duplicates_caught(),
+            }),
+        )),
+        (&Method::POST, _) => store(req, journal, obey).await,
+        (&Method::GET, path) => Err(error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!("no such path: {path}"),
+        )),
+        (method, _) => Err(error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            &format!("method {method} is not allowed: POST a hook, GET /hooks, /stats or /healthz"),
+        )),
+    }
+}
+
+/// `obey`: the test headers are read (see [`Config::obey_test_headers`]).
+async fn store(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
+    let (delay_ms, forced) = if obey {
+        (
+            header_number(&req, "x-intake-delay-ms", 0..=MAX_DELAY_MS)?,
+            header_number(&req, "x-intake-status", 100..=599)?,
+        )
+    } else {
+        (None, None)
+    };
+    let id = match header_text(&req, "x-ankusa-hook-id")? {
+        Some(id) if id.is_empty() || id.len() > MAX_ID_LEN => {
+            return Err(bad_request(&format!(
+                "header x-ankusa-hook-id must be 1..={MAX_ID_LEN} bytes, got {} bytes: {id:?}",
+                id.len()
+            )))
+        }
+        Some(id) => id,
+        None => crate::ids::Rng::from_entropy().uuid_v7(crate::ids::now_ms()),
+    };
+    let tenant = header_text(&req, "x-ankusa-tenant")?;
+    let source = header_text(&req, "x-ankusa-source")?;
+    let event_key = header_text(&req, "x-ankusa-event-key")?;
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                &format!("body is over {MAX_BODY} bytes"),
+            ))
+        }
+        Err(e) => return Err(bad_request(&format!("cannot read the body: {e}"))),
+    };
+    if let Some(delay_ms) = delay_ms {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    }
+    if let Some(code) = forced {
+        let status = StatusCode::from_u16(code as u16).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return Ok(json(
+            status,
+            serde_json::json!({"status": "forced", "code": code}),
+        ));
+    }
+    let (body, body_b64) = match String::from_utf8(body.to_vec()) {
+        Ok(text) => (Some(text), None),
+        Err(_) => (None, Some(crate::codec::base64(&body))),
+    };
+    let record = Record {
+        id,
+        tenant,
+        source,
+        event_key,
+        received_ms: crate::ids::now_ms(),
+        body,
+        body_b64,
+    };
+    match journal.append(record).await {
+        Ok(Outcome::Stored(id)) => Ok(json(
+            StatusCode::CREATED,
+            serde_json::json!({"status": "accepted", "id": id}),
+        )),
+        Ok(Outcome::Duplicate(old)) => {
+            let mut response = json(
+                StatusCode::CREATED,
+                serde_json::json!({"status": "accepted", "id": old, "duplicate": true}),
+            );
+            if let Ok(value) = hyper::header::HeaderValue::from_str(&old) {
+                response.headers_mut().insert("x-ankusa-hook-id", value);
+            }
+            Ok(response)
+        }
+        // Not stored, so not a 2xx: the edge releases its claim and the sender retries.
+        Err(message) => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_unavailable",
+            &message,
+        )),
+    }
+}
+
+/// A header as text; `None` when absent; 400 when it is not visible
+/// ASCII/UTF-8, or repeated (the edge sets each of its headers once: two
+/// copies mean one came from elsewhere).
+fn header_text<B>(req: &Request<B>, name: &str) -> Result<Option<String>, Refusal> {
+    let copies: Vec<_> = req.headers().get_all(name).iter().collect();
+    if copies.len() > 1 {
+        return Err(bad_request(&format!(
+            "header {name} appears {} times ({copies:?}); it is set once, by the edge",
+            copies.len()
+        )));
+    }
+    match copies.first() {
+        None => Ok(None),
+        Some(value) => value
+            .to_str()
+            .map(|s| Some(s.trim().to_string()))
+            .map_err(|_| {
+                bad_request(&format!(
+                    "header {name} is not visible ASCII: {:?}",
+                    value.as_bytes()
+                ))
+            }),
+    }
+}
+
+fn header_number<B>(
+    req: &Request<B>,
+    name: &str,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Option<u64>, Refusal> {
+    let Some(text) = header_text(req, name)? else {
+        return Ok(None);
+    };
+    match text.parse::<u64>() {
+        Ok(n) if range.contains(&n) => Ok(Some(n)),
+        _ => Err(bad_request(&format!(
+            "header {name} must be a whole number in {}..={}, got {text:?}",
+            range.start(),
+            range.end()
+        ))),
+    }
+}
+
+fn bad_request(message: &str) -> Refusal {
+    error(StatusCode::BAD_REQUEST, "bad_request", message)
+}
+
+fn error(status: StatusCode, code: &'static str, message: &str) -> Refusal {
+    Refusal {
+        status,
+        code,
+        message: message.to_string(),
+    }
+}
+
+fn json(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
