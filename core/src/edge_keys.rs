@@ -26,9 +26,15 @@ pub const LIST_KEY: &str = "ankusa:overrides:list";
 pub const LIST_STAMP_KEY: &str = "ankusa:overrides:stamp";
 /// The earliest ms the next override poll may leave (u64 LE).
 pub const LIST_LEASE_KEY: &str = "ankusa:overrides:lease";
+/// Where the node is in the store's change log (JSON: epoch, version, and
+/// whether a whole listing is under way).
+pub const LIST_CURSOR_KEY: &str = "ankusa:overrides:cursor";
+/// A whole listing's pages taken so far, kept apart until the last one
+/// (JSON `{"overrides": [...]}`).
+pub const LIST_STAGING_KEY: &str = "ankusa:overrides:staging";
 
 /// Every fixed key (the bucket ring aside).
-pub const FIXED: [&str; 8] = [
+pub const FIXED: [&str; 10] = [
     BREAKER_KEY,
     LIMITS_KEY,
     WARNED_KEY,
@@ -37,4 +43,6 @@ pub const FIXED: [&str; 8] = [
     LIST_KEY,
     LIST_STAMP_KEY,
     LIST_LEASE_KEY,
+    LIST_CURSOR_KEY,
+    LIST_STAGING_KEY,
 ];

@@ -7,7 +7,9 @@
 //! Redis. [`effective`] is the merge every edge applies: an override in force
 //! at `now` replaces the pairs it names, the configuration gives the rest.
 //! A fleet-scope hook learns the override from its hit answer; a node-local
-//! charge from the node's polled list ([`node_list`]), re-quoted by [`requota`].
+//! charge from the node's polled list ([`node_list`], kept in step with the
+//! store's changes by [`node_sync`] over the [`page`]s the store answers),
+//! re-quoted by [`requota`].
 
 use crate::config::Limits;
 use crate::gcra::Quota;
@@ -60,7 +62,7 @@ pub struct Override {
     pub version: u64,
 }
 
-/// The `{"overrides": [...]}` answer of `GET /v1/overrides`.
+/// A list of overrides, as the node keeps it in shared data.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug, Default)]
 pub struct OverrideList {
     pub overrides: Vec<Override>,
@@ -237,6 +239,8 @@ pub fn requota(charges: &[Charge], limits: &Limits) -> Vec<Charge> {
 }
 
 pub mod node_list;
+pub mod node_sync;
+pub mod page;
 
 #[cfg(test)]
 mod tests;

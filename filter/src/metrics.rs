@@ -50,6 +50,7 @@ pub struct Metrics {
     override_polls_failed: u32,
     overrides_cut: u32,
     overrides_listed: u32,
+    overrides_left_out: u32,
     /// This VM's degraded-gauge writes (a value per hook would be a host call per hook).
     degraded_writes: RefCell<GaugeWrites>,
 }
@@ -112,6 +113,7 @@ impl Metrics {
             ),
             overrides_cut: define(Counter, "ankusa_overrides_cut_total"),
             overrides_listed: define(Gauge, "ankusa_overrides_listed"),
+            overrides_left_out: define(Gauge, "ankusa_overrides_left_out"),
             degraded_writes: RefCell::default(),
         }
     }
@@ -200,14 +202,18 @@ impl Metrics {
         Self::inc(self.contended, 1);
     }
 
-    /// One override-list poll: taken (`listed` overrides kept, `cut` left
-    /// out past the cap), or failed (the last good list stays).
-    pub fn override_poll(&self, taken: Option<(usize, usize)>) {
+    /// One override-list poll: taken (`cut` overrides left out past the
+    /// cap by it; once a list is applied, how many it holds and how many of
+    /// the store's it leaves out), or failed (the last good list stays).
+    pub fn override_poll(&self, taken: Option<(usize, Option<(usize, u64)>)>) {
         match taken {
-            Some((listed, cut)) => {
+            Some((cut, listed)) => {
                 Self::inc(self.override_polls_ok, 1);
-                Self::set(self.overrides_listed, listed as u64);
                 Self::inc(self.overrides_cut, i64::try_from(cut).unwrap_or(i64::MAX));
+                if let Some((held, left_out)) = listed {
+                    Self::set(self.overrides_listed, held as u64);
+                    Self::set(self.overrides_left_out, left_out);
+                }
             }
             None => Self::inc(self.override_polls_failed, 1),
         }

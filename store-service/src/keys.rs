@@ -45,6 +45,20 @@ pub fn override_of(tenant: &str) -> String {
     format!("ankusa:{{{tenant}}}:override")
 }
 
-/// `ankusa:overrides`: sorted set of tenants with an override, scored by
-/// expiry (unix ms; +inf: none), for `GET /v1/overrides`.
-pub const OVERRIDE_INDEX: &str = "ankusa:overrides";
+/// The override change log that `GET /v1/overrides` reads, all under one
+/// hash tag (one Cluster slot, one script): `meta` (hash: `epoch`,
+/// `version`, `floor`), `data` (hash: tenant → override JSON), `log` (sorted
+/// set: tenant by the version of its last change), `gone` (sorted set: the
+/// deleted tenants still in `log`, by version), `exp` (sorted set: tenant by
+/// expiry, unix ms). The tag holds a `:`, which no tenant name does.
+pub const OVERRIDE_LOG: [&str; 5] = [
+    "ankusa:{overrides:log}:meta",
+    "ankusa:{overrides:log}:data",
+    "ankusa:{overrides:log}:log",
+    "ankusa:{overrides:log}:gone",
+    "ankusa:{overrides:log}:exp",
+];
+
+/// `ankusa:overrides`: the index of tenants with an override that stores
+/// before the change log kept; read once at start to carry them over.
+pub const OLD_OVERRIDE_INDEX: &str = "ankusa:overrides";

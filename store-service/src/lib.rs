@@ -7,6 +7,7 @@
 //! - [`routes`]: `/v1/hit`, `/v1/hits`, `/v1/settle`, `/v1/reset`, `/metrics`, `/healthz`, `/readyz`.
 //! - [`backend`]: the Redis connection, made and probed in the background.
 //! - [`scripts`] and [`keys`]: the Lua scripts and the key names they touch.
+//! - [`override_log`]: the versioned log of override changes that edges poll.
 //! - [`batcher`]: settle coalescing, one pipeline per Redis node per flush.
 //! - [`metrics`] and [`errors`]: what is counted, and how a failure is answered.
 
@@ -17,6 +18,7 @@ pub mod config;
 pub mod errors;
 pub mod keys;
 pub mod metrics;
+pub mod override_log;
 pub mod routes;
 pub mod scripts;
 pub mod server;

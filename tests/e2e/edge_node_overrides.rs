@@ -1,12 +1,14 @@
 //! Fleet overrides on node-scope edges, through real Envoy, a real store and
-//! real Redis: each edge polls `GET /v1/overrides` once a second per node,
-//! so an override set on the store holds on every edge within two seconds,
-//! its deletion gives the configuration back as fast, and an edge cut off
-//! from the store returns to its configuration once the list is stale. A
+//! real Redis: each edge lists the overrides once at start and then polls
+//! the changes since its version once a second per node, so an override set
+//! on the store holds on every edge within two seconds, its deletion gives
+//! the configuration back as fast, and an edge cut off from the store
+//! returns to its configuration once the list is stale. Overrides past the
+//! edge's cap never push out the tenants its configuration names. A
 //! fleet-scope edge whose store went down answers node-local under the last
 //! override it learnt.
 
-use ankusa_core::overrides::node_list::{POLL_INTERVAL_MS, STALE_AFTER_MS};
+use ankusa_core::overrides::node_list::{MAX_OVERRIDES, POLL_INTERVAL_MS, STALE_AFTER_MS};
 use ankusa_testkit::envoy::Edge;
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::redis::Redis;
@@ -216,10 +218,12 @@ fn a_fleet_edge_whose_store_is_down_answers_under_the_last_known_override() {
 fn an_edge_without_a_store_polls_nothing() {
     let f = fleet(1, node_config(1000));
     std::thread::sleep(PICKED_UP + Duration::from_millis(500));
-    let lists = f
-        .store()
-        .metric(r#"ankusa_store_requests_total{endpoint="overrides",result="ok"}"#);
-    assert_eq!(lists, 0.0, "no fleet section: no store to poll");
+    for result in ["full", "delta", "gap"] {
+        let lists = f.store().metric(&format!(
+            r#"ankusa_store_requests_total{{endpoint="overrides",result="{result}"}}"#
+        ));
+        assert_eq!(lists, 0.0, "no fleet section: no store to poll");
+    }
     let e = &f.edges[0];
     assert_eq!(e.stat(r#"ankusa_overrides_polls_total{result="ok"}"#), 0.0);
     assert_eq!(
@@ -264,5 +268,79 @@ fn an_edge_without_a_token_is_refused_the_list_and_keeps_its_config() {
     assert_eq!(
         ok, 10,
         "the override never reached it: the configuration's burst"
+    );
+}
+
+/// The store's count of list answers of `kind` (full, delta, gap).
+fn lists(store: &Store, kind: &str) -> f64 {
+    store.metric(&format!(
+        r#"ankusa_store_requests_total{{endpoint="overrides",result="{kind}"}}"#
+    ))
+}
+
+#[test]
+fn an_override_changed_after_start_reaches_the_edge_through_the_delta_path() {
+    let f = fleet(1, node_with_store());
+    let e = &f.edges[0];
+    assert!(
+        eventually(PICKED_UP * 2, || e
+            .stat(r#"ankusa_overrides_polls_total{result="ok"}"#)
+            >= 2.0),
+        "{}",
+        e.log_tail()
+    );
+    f.set(r#"{"rate": 1, "burst": 3, "ttl_ms": 600000}"#);
+    std::thread::sleep(PICKED_UP);
+    assert_held("set after start", admitted(e, "delta", 10), 1, 3);
+    let gone = store_call(f.store(), "DELETE", "/v1/overrides/acme", "");
+    assert_eq!(gone.status, 200, "{}", gone.text());
+    std::thread::sleep(PICKED_UP);
+    let (ok, _) = admitted(e, "deleted", 10);
+    assert_eq!(ok, 10, "the deletion reached it: the configuration's burst");
+    assert_eq!(
+        lists(f.store(), "full"),
+        1.0,
+        "the whole list once, at start"
+    );
+    assert!(lists(f.store(), "delta") >= 3.0, "then the changes");
+    assert_eq!(lists(f.store(), "gap"), 0.0);
+}
+
+#[test]
+fn crowding_overrides_named_to_sort_first_do_not_push_a_configured_tenants_override_off() {
+    // The edge's budget for a list call is the default 25 ms.
+    let mut config = node_config(1000);
+    config["fleet"] = json!({"timeout_ms": 25});
+    let f = fleet(0, config.clone());
+    f.set(r#"{"rate": 1, "burst": 3, "ttl_ms": 600000}"#);
+    let crowd = 2 * MAX_OVERRIDES;
+    for i in 0..crowd {
+        let r = store_call(
+            f.store(),
+            "PUT",
+            &format!("/v1/overrides/aaa-{i:05}"),
+            r#"{"shadow": true, "ttl_ms": 600000}"#,
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let e = edge("edge-crowded", f.intake.port, f.store().port, config);
+    assert!(
+        eventually(PICKED_UP * 3, || e.stat("ankusa_overrides_listed")
+            == MAX_OVERRIDES as f64),
+        "{}",
+        e.log_tail()
+    );
+    assert_held("acme among 2 000 crowders", admitted(&e, "crowd", 10), 1, 3);
+    let left_out = crowd + 1 - MAX_OVERRIDES;
+    assert_eq!(e.stat("ankusa_overrides_left_out"), left_out as f64);
+    assert!(e.stat("ankusa_overrides_cut_total") >= left_out as f64);
+    let log = e.log();
+    assert!(
+        log.contains(
+            "overrides left out past the cap of 1000 (the configured tenants' \
+                       first, then the most recently changed): aaa-0"
+        ),
+        "no line naming the tenants left out:\n{}",
+        e.log_tail()
     );
 }

@@ -4,15 +4,18 @@
 //! A fleet-scope hook learns its tenant's override from the store's hit
 //! answer; a node-scope hook makes no store call. So one worker per node
 //! (whichever takes the [`LIST_LEASE_KEY`] lease on its root tick) asks the
-//! store for `GET /v1/overrides` every [`POLL_INTERVAL_MS`], and the answer is
-//! kept in shared data, stamped with when it was fetched. Every worker's
-//! node-local charge reads it ([`lookup`]): an override in force for the
-//! tenant replaces the configuration's pairs and shadow (see
-//! [`super::effective`]). A failed poll (no answer, a non-200, an unreadable
-//! or invalid list) keeps the last good list; a list not refreshed for
-//! [`STALE_AFTER_MS`] is no longer applied, so an edge cut off from the store
-//! falls back to its configuration within a bounded time.
+//! store for the changes since the version the node holds every
+//! [`POLL_INTERVAL_MS`] (the whole list, page after page, only at start or
+//! after a gap: see [`super::node_sync`]), and the list is kept in shared
+//! data, stamped with when it was fetched. Every worker's node-local charge
+//! reads it ([`lookup`]): an override in force for the tenant replaces the
+//! configuration's pairs and shadow (see [`super::effective`]). A failed poll
+//! (no answer, a non-200, an unreadable or invalid page) keeps the last good
+//! list; a list not refreshed for [`STALE_AFTER_MS`] is no longer applied, so
+//! an edge cut off from the store falls back to its configuration within a
+//! bounded time.
 
+use super::page::OverridePage;
 use super::{pair, Override, OverrideList};
 use crate::breaker::{Breaker, BreakerState};
 use crate::cas::{decode_u64, CasStore};
@@ -30,14 +33,12 @@ pub const POLL_INTERVAL_MS: u64 = 1_000;
 /// How long a list is applied after it was last fetched (ms): ten polls
 /// missed in a row, then the configuration alone.
 pub const STALE_AFTER_MS: u64 = 10_000;
-/// The most overrides a node keeps: past it the list is cut (the first
-/// [`MAX_OVERRIDES`] by tenant name are kept) and the cut is counted.
+/// The most overrides a node keeps: past it the list is cut, keeping the
+/// tenants the edge's configuration names first, then the most recently
+/// changed (see [`super::node_sync::select`]), and the cut is counted.
 pub const MAX_OVERRIDES: usize = 1_000;
 /// The largest list answer read (bytes); a larger one is refused whole.
 pub const MAX_LIST_BYTES: usize = 1 << 20;
-
-/// The store path polled.
-pub const LIST_PATH: &str = "/v1/overrides";
 
 /// Why a poll's answer was not taken: the last good list stays.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,7 +49,7 @@ pub enum ListError {
     Status(String),
     /// An answer over [`MAX_LIST_BYTES`].
     TooLarge(usize),
-    /// A 200 whose body is not `{"overrides": [...]}`.
+    /// A 200 whose body is not an [`OverridePage`].
     Unparsable(String),
     /// An entry that the store would never have written.
     Invalid {
@@ -56,6 +57,8 @@ pub enum ListError {
         field: String,
         problem: String,
     },
+    /// A deleted tenant that is no tenant name.
+    InvalidDeleted { index: usize, tenant: String },
 }
 
 impl fmt::Display for ListError {
@@ -73,6 +76,10 @@ impl fmt::Display for ListError {
                 field,
                 problem,
             } => write!(f, "overrides[{index}].{field}: {problem}"),
+            ListError::InvalidDeleted { index, tenant } => write!(
+                f,
+                "deleted[{index}]: {tenant:?} is not 1 to {MAX_NAME_LEN} characters of [A-Za-z0-9_.-]"
+            ),
         }
     }
 }
@@ -114,11 +121,11 @@ fn check(index: usize, o: &Override) -> Result<(), ListError> {
 /// reset), the body's size and the body (read only when within bounds).
 /// Every entry is checked as the store checks a PUT; one bad entry refuses
 /// the whole answer, naming its index, field and value.
-pub fn parse_list(
+pub fn parse_page(
     status: Option<&str>,
     body_size: usize,
     body: impl FnOnce() -> Option<Vec<u8>>,
-) -> Result<Polled, ListError> {
+) -> Result<OverridePage, ListError> {
     match status {
         None => return Err(ListError::NoStatus),
         Some("200") => {}
@@ -128,17 +135,23 @@ pub fn parse_list(
         return Err(ListError::TooLarge(body_size));
     }
     let bytes = body().unwrap_or_default();
-    let list: OverrideList =
+    let page: OverridePage =
         serde_json::from_slice(&bytes).map_err(|e| ListError::Unparsable(e.to_string()))?;
-    for (index, o) in list.overrides.iter().enumerate() {
+    for (index, o) in page.overrides.iter().enumerate() {
         check(index, o)?;
     }
-    let mut overrides = list.overrides;
-    overrides.sort_by(|a, b| a.tenant.cmp(&b.tenant));
-    overrides.dedup_by(|a, b| a.tenant == b.tenant);
-    let cut = overrides.len().saturating_sub(MAX_OVERRIDES);
-    overrides.truncate(MAX_OVERRIDES);
-    Ok(Polled { overrides, cut })
+    if let Some((index, tenant)) = page
+        .deleted
+        .iter()
+        .enumerate()
+        .find(|(_, t)| !is_valid_name(t))
+    {
+        return Err(ListError::InvalidDeleted {
+            index,
+            tenant: tenant.clone(),
+        });
+    }
+    Ok(page)
 }
 
 /// Whether this worker polls now: none of its polls is in flight, the
@@ -217,6 +230,30 @@ pub fn store_list<S: CasStore>(store: &S, polled: &Polled, now_ms: u64) -> bool 
     let (_, version) = store.get(LIST_STAMP_KEY);
     store.compare_and_set(LIST_STAMP_KEY, &value, version);
     changed
+}
+
+/// Marks the node's list as fetched at `now_ms`, unchanged (a page that
+/// changed nothing).
+pub fn touch_stamp<S: CasStore>(store: &S, now_ms: u64) {
+    let (mut value, version) = store.get(LIST_STAMP_KEY);
+    if value.len() < 24 {
+        return;
+    }
+    value[..8].copy_from_slice(&now_ms.to_le_bytes());
+    store.compare_and_set(LIST_STAMP_KEY, &value, version);
+}
+
+/// How many overrides the node's list holds.
+pub fn held_count<S: CasStore>(store: &S) -> usize {
+    stamp(store).count as usize
+}
+
+/// The overrides the node's list holds (empty when none was kept).
+pub fn held<S: CasStore>(store: &S) -> Vec<Override> {
+    let (bytes, _) = store.get(LIST_KEY);
+    serde_json::from_slice::<OverrideList>(&bytes)
+        .map(|l| l.overrides)
+        .unwrap_or_default()
 }
 
 thread_local! {

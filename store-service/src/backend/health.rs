@@ -24,8 +24,20 @@ impl Backend {
     pub fn spawn_monitor(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let this = Arc::clone(self);
         tokio::spawn(async move {
+            let mut carried = false;
             loop {
                 let up = this.probe().await;
+                if up && !carried {
+                    match crate::override_log::carry_over(&this).await {
+                        Ok(n) => {
+                            carried = true;
+                            if n > 0 {
+                                log::info!("{n} overrides carried over into the change log");
+                            }
+                        }
+                        Err(e) => log::warn!("carrying overrides into the change log: {e}"),
+                    }
+                }
                 let pause = if up { 500 } else { 200 };
                 tokio::time::sleep(Duration::from_millis(pause)).await;
             }

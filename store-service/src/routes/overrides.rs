@@ -2,11 +2,12 @@
 //!
 //! `PUT /v1/overrides/<tenant>` stores an [`Override`] under
 //! [`keys::override_of`] with its expiry as a Redis `PXAT` (so it survives
-//! a store restart and vanishes on its own), and indexes the tenant in
-//! [`keys::OVERRIDE_INDEX`]. `GET` reads one, `DELETE` removes one, and
-//! `GET /v1/overrides` lists every override in force (what node-scope edges
-//! poll). Expiry and the version are taken from Redis's clock, the same
-//! clock the hit script charges on.
+//! a store restart and vanishes on its own), and records the change in the
+//! [`override_log`]. `GET` reads one, `DELETE` removes one, and
+//! `GET /v1/overrides?since=V` answers the changes since version `V`, a page
+//! at a time (what edges poll; see [`ankusa_core::overrides::page`]). Expiry
+//! and the version are taken from Redis's clock, the same clock the hit
+//! script charges on.
 //!
 //! Changing an override does not reset the tenant's buckets: a lowered burst
 //! makes a fuller bucket count as full (the GCRA's level clamp) and it drains
@@ -17,9 +18,16 @@ use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::backend::Backend;
 use crate::errors::StoreError;
 use crate::keys;
+/// A stored override (what the hit answer carries, too).
+pub use crate::override_log::parse_override as parse;
+use crate::override_log::{self, parse_override};
 use ankusa_core::limits::is_valid_id;
-use ankusa_core::overrides::{Override, OverrideList, OverrideRequest};
+use ankusa_core::overrides::page::ListQuery;
+use ankusa_core::overrides::{Override, OverrideRequest};
+use bytes::Bytes;
+use http_body_util::Full;
 use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, StatusCode};
 use std::sync::Arc;
 use std::time::Instant;
@@ -89,13 +97,8 @@ pub async fn one(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
                     .query_async(&mut conn)
                     .await
                     .map_err(|e| StoreError::from_redis(&e))?;
-                let _: u64 = redis::cmd("ZREM")
-                    .arg(keys::OVERRIDE_INDEX)
-                    .arg(&tenant)
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| StoreError::from_redis(&e))?;
                 observe(&backend, started);
+                override_log::record_delete(&backend, &tenant).await?;
                 Ok((tenant, deleted))
             })
             .await?;
@@ -123,40 +126,26 @@ fn not_set(tenant: &str) -> Reply {
 }
 
 pub async fn list(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
+    let query =
+        ListQuery::parse(req.uri().query()).map_err(|e| StoreError::BadRequest(e.to_string()))?;
     let budget = budget(shared, &req)?;
     let backend = Arc::clone(&shared.backend);
-    let all = within(shared, "overrides", budget, async move {
-        let now = redis_now_ms(&backend).await?;
-        let mut conn = backend.conn()?;
-        let started = Instant::now();
-        // Expired tenants leave the index here; their keys expired in Redis.
-        let _: u64 = redis::cmd("ZREMRANGEBYSCORE")
-            .arg(keys::OVERRIDE_INDEX)
-            .arg("-inf")
-            .arg(now)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| StoreError::from_redis(&e))?;
-        let tenants: Vec<String> = redis::cmd("ZRANGE")
-            .arg(keys::OVERRIDE_INDEX)
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| StoreError::from_redis(&e))?;
-        observe(&backend, started);
-        let mut overrides = Vec::with_capacity(tenants.len());
-        // One GET per tenant: on a Cluster each key may sit in another slot.
-        for tenant in tenants {
-            if let Some(o) = get(&backend, &tenant).await? {
-                overrides.push(o);
-            }
-        }
-        Ok(OverrideList { overrides })
+    let asked = query.clone();
+    let page = within(shared, "overrides", budget, async move {
+        override_log::page(&backend, &asked).await
     })
     .await?;
-    count(shared, "overrides", "ok");
-    Ok(json(StatusCode::OK, &all))
+    let kind = match (page.gap, query.since) {
+        (true, _) => "gap",
+        (false, 0) => "full",
+        (false, _) => "delta",
+    };
+    count(shared, "overrides", kind);
+    let mut reply = Reply::new(Full::new(Bytes::from(page.body)));
+    reply
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(reply)
 }
 
 async fn put(
@@ -180,17 +169,8 @@ async fn put(
         .query_async(&mut conn)
         .await
         .map_err(|e| StoreError::from_redis(&e))?;
-    let score = o
-        .expires_at_ms
-        .map_or_else(|| "+inf".to_string(), |at| at.to_string());
-    let _: u64 = redis::cmd("ZADD")
-        .arg(keys::OVERRIDE_INDEX)
-        .arg(score)
-        .arg(tenant)
-        .query_async(&mut conn)
-        .await
-        .map_err(|e| StoreError::from_redis(&e))?;
     observe(backend, started);
+    override_log::record_put(backend, &o, &text).await?;
     Ok(o)
 }
 
@@ -204,11 +184,5 @@ pub async fn get(backend: &Backend, tenant: &str) -> Result<Option<Override>, St
         .await
         .map_err(|e| StoreError::from_redis(&e))?;
     observe(backend, started);
-    text.map(|t| parse(&t)).transpose()
-}
-
-/// A stored override; a value the store did not write is an internal error.
-pub fn parse(text: &str) -> Result<Override, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Internal(format!("stored override {text:?}: {e}")))
+    text.map(|t| parse_override(&t)).transpose()
 }

@@ -13,8 +13,8 @@ fn store() -> MapStore {
     s
 }
 
-fn ok(body: &str) -> Result<Polled, ListError> {
-    parse_list(Some("200"), body.len(), || Some(body.as_bytes().to_vec()))
+fn ok(body: &str) -> Result<OverridePage, ListError> {
+    parse_page(Some("200"), body.len(), || Some(body.as_bytes().to_vec()))
 }
 
 fn one(tenant: &str, rate: u64, burst: u64, expires_at_ms: Option<u64>) -> Override {
@@ -38,14 +38,21 @@ fn polled(list: Vec<Override>) -> Polled {
 }
 
 #[test]
-fn a_list_answer_is_read_sorted_and_checked() {
-    let p = ok(r#"{"overrides":[{"tenant":"zed","shadow":true,"version":2},
-                                 {"tenant":"acme","rate":5,"burst":10,"expires_at_ms":9,"version":1}]}"#)
+fn a_page_is_read_and_checked() {
+    let p = ok(r#"{"epoch":"e1","version":7,"more":true,"total":3,
+                   "overrides":[{"tenant":"zed","shadow":true,"version":2},
+                                {"tenant":"acme","rate":5,"burst":10,"expires_at_ms":9,"version":1}],
+                   "deleted":["gone"]}"#)
     .unwrap();
-    assert_eq!(p.cut, 0);
-    assert_eq!(p.overrides[0], one("acme", 5, 10, Some(9)).with_version(1));
-    assert_eq!(p.overrides[1].tenant, "zed");
-    assert_eq!(ok(r#"{"overrides":[]}"#).unwrap().overrides, vec![]);
+    assert_eq!(
+        (p.epoch.as_str(), p.version, p.more, p.gap, p.total),
+        ("e1", 7, true, false, 3)
+    );
+    assert_eq!(p.overrides[1], one("acme", 5, 10, Some(9)).with_version(1));
+    assert_eq!(p.overrides[0].tenant, "zed");
+    assert_eq!(p.deleted, ["gone"]);
+    let gap = ok(r#"{"epoch":"e1","version":9,"gap":true,"overrides":[]}"#).unwrap();
+    assert!(gap.gap && gap.overrides.is_empty());
 }
 
 trait WithVersion {
@@ -63,14 +70,14 @@ impl WithVersion for Override {
 fn a_failed_or_bad_answer_is_refused_with_a_clear_error() {
     let never =
         || -> Option<Vec<u8>> { panic!("an answer refused by its status or size is not read") };
-    assert_eq!(parse_list(None, 0, never), Err(ListError::NoStatus));
-    let e = parse_list(Some("401"), 10, never).unwrap_err();
+    assert_eq!(parse_page(None, 0, never), Err(ListError::NoStatus));
+    let e = parse_page(Some("401"), 10, never).unwrap_err();
     assert_eq!(e.to_string(), "the store answered 401 to the override list");
     assert_eq!(
-        parse_list(Some("503"), 10, never),
+        parse_page(Some("503"), 10, never),
         Err(ListError::Status("503".into()))
     );
-    let e = parse_list(Some("200"), MAX_LIST_BYTES + 1, never).unwrap_err();
+    let e = parse_page(Some("200"), MAX_LIST_BYTES + 1, never).unwrap_err();
     assert_eq!(
         e.to_string(),
         format!(
@@ -87,13 +94,13 @@ fn a_failed_or_bad_answer_is_refused_with_a_clear_error() {
         Err(ListError::Unparsable(_))
     ));
     assert_eq!(
-        parse_list(Some("200"), 0, || None).map(|_| ()),
+        parse_page(Some("200"), 0, || None).map(|_| ()),
         Err(ListError::Unparsable(
             "EOF while parsing a value at line 1 column 0".into()
         ))
     );
     let e = ok(
-        r#"{"overrides":[{"tenant":"acme","shadow":true,"version":1},
+        r#"{"epoch":"e","version":1,"overrides":[{"tenant":"acme","shadow":true,"version":1},
                                  {"tenant":"beta","rate":0,"burst":10,"version":1}]}"#,
     )
     .unwrap_err();
@@ -101,12 +108,15 @@ fn a_failed_or_bad_answer_is_refused_with_a_clear_error() {
         e.to_string(),
         "overrides[1].rate: must be between 1 and 1000000000, got 0"
     );
-    let e = ok(r#"{"overrides":[{"tenant":"a b","version":1}]}"#).unwrap_err();
+    let e =
+        ok(r#"{"epoch":"e","version":1,"overrides":[{"tenant":"a b","version":1}]}"#).unwrap_err();
     assert_eq!(
         e.to_string(),
         "overrides[0].tenant: \"a b\" is not 1 to 64 characters of [A-Za-z0-9_.-]"
     );
-    let e = ok(r#"{"overrides":[{"tenant":"a","bytes_rate":5,"version":1}]}"#).unwrap_err();
+    let e =
+        ok(r#"{"epoch":"e","version":1,"overrides":[{"tenant":"a","bytes_rate":5,"version":1}]}"#)
+            .unwrap_err();
     assert!(
         e.to_string()
             .starts_with("overrides[0].bytes_burst: is missing"),
@@ -115,17 +125,11 @@ fn a_failed_or_bad_answer_is_refused_with_a_clear_error() {
 }
 
 #[test]
-fn a_list_over_the_cap_is_cut_and_the_cut_counted() {
-    let entries: Vec<String> = (0..MAX_OVERRIDES + 3)
-        .map(|i| format!(r#"{{"tenant":"t{i:05}","shadow":true,"version":1}}"#))
-        .collect();
-    let body = format!(r#"{{"overrides":[{}]}}"#, entries.join(","));
-    let p = ok(&body).unwrap();
-    assert_eq!(p.cut, 3);
-    assert_eq!(p.overrides.len(), MAX_OVERRIDES);
+fn a_deleted_entry_that_is_no_tenant_name_refuses_the_page() {
+    let e = ok(r#"{"epoch":"e","version":1,"overrides":[],"deleted":["ok","a b"]}"#).unwrap_err();
     assert_eq!(
-        p.overrides.last().unwrap().tenant,
-        format!("t{:05}", MAX_OVERRIDES - 1)
+        e.to_string(),
+        "deleted[1]: \"a b\" is not 1 to 64 characters of [A-Za-z0-9_.-]"
     );
 }
 
