@@ -13,7 +13,7 @@ use ankusa_core::cas::CasStore;
 use ankusa_core::config::Config;
 use ankusa_core::hook::batch::Submitted;
 use ankusa_core::hook::headers::RequestHeaders;
-use ankusa_core::hook::machine::{Env, Level, Metric};
+use ankusa_core::hook::machine::{self, Effect, Env, Flow, Level, Metric, Step};
 use ankusa_core::hook::reply::LocalReply;
 use ankusa_core::hook::settle::Queued;
 use ankusa_core::hook_id::RANDOM_BYTES;
@@ -79,6 +79,31 @@ pub trait Host {
             seen_closed: self.seen_closed(),
         }
     }
+}
+
+/// Performs a step's effects in order; the request's flow after them.
+pub fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Flow {
+    for effect in step.effects {
+        match effect {
+            Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
+            Effect::ResponseHeader(name, value) => host.set_response_header(name, &value),
+            Effect::Reply(reply) => host.reply(&reply),
+            Effect::CallStore {
+                path,
+                body,
+                timeout_ms,
+            } => {
+                if !host.dispatch(path, &body, timeout_ms) {
+                    let next = machine.on_dispatch_failed(&host.env(), host.now_us());
+                    return perform(host, machine, next);
+                }
+            }
+            Effect::Settle(item) => host.settle(item),
+            Effect::Metric(metric) => host.metric(metric),
+            Effect::Log(level, line) => host.log(level, &line),
+        }
+    }
+    step.flow
 }
 
 /// Envoy, through proxy-wasm hostcalls.

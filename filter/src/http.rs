@@ -3,7 +3,7 @@
 //! [`Host`]. Nothing here decides anything about admission.
 
 use crate::batch;
-use crate::host::Host;
+use crate::host::{perform, Host};
 use ankusa_core::hook::batch::Submitted;
 use ankusa_core::hook::machine::{self, Effect, Flow, Step};
 use ankusa_core::hook::machine::{HIT_PATH, HOOK_ID};
@@ -68,31 +68,6 @@ impl Batching {
             *machine = answered;
         }
     }
-}
-
-/// Performs a step's effects in order; the request's flow after them.
-pub(crate) fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Flow {
-    for effect in step.effects {
-        match effect {
-            Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
-            Effect::ResponseHeader(name, value) => host.set_response_header(name, &value),
-            Effect::Reply(reply) => host.reply(&reply),
-            Effect::CallStore {
-                path,
-                body,
-                timeout_ms,
-            } => {
-                if !host.dispatch(path, &body, timeout_ms) {
-                    let next = machine.on_dispatch_failed(&host.env(), host.now_us());
-                    return perform(host, machine, next);
-                }
-            }
-            Effect::Settle(item) => host.settle(item),
-            Effect::Metric(metric) => host.metric(metric),
-            Effect::Log(level, line) => host.log(level, &line),
-        }
-    }
-    step.flow
 }
 
 fn action(flow: Flow) -> Action {

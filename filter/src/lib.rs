@@ -9,7 +9,8 @@
 //! - [`runtime`]: config, signing keys, store token, metrics, shared-data keys, store calls.
 //! - [`http`]: one hook's HTTP context: callbacks into events, effects onto the [`host`].
 //! - [`host`]: the host calls a hook makes, as a trait; [`host::ProxyHost`] is proxy-wasm.
-//! - [`batch`]: a worker's micro-batched fleet hits: parked hooks, the root's batched calls.
+//! - [`batch`]: a worker's micro-batched fleet hits: the hooks parked for the worker's next call.
+//! - [`batch_call`]: the root's batched hit calls for those hooks, and each hook's share of the answer.
 //! - [`drain`]: the settle batches and store resets a root context sends each tick.
 //! - [`poll`]: the fleet override list, polled from the store into shared data once a second per node.
 //! - [`headers`]: the request's headers, read from the host once per hook.
@@ -23,6 +24,7 @@
 )]
 
 pub mod batch;
+pub mod batch_call;
 pub mod drain;
 pub mod headers;
 pub mod host;

@@ -52,7 +52,7 @@ impl Context for Root {
         let Some(rt) = self.runtime.clone() else {
             return;
         };
-        if crate::batch::on_call_answer(&rt, token, body) {
+        if crate::batch_call::on_call_answer(&rt, token, body) {
             return;
         }
         let poll = self.poller.owns(token);
@@ -111,7 +111,7 @@ impl RootContext for Root {
 
     fn on_queue_ready(&mut self, queue_id: u32) {
         if let Some(rt) = self.runtime.clone() {
-            crate::batch::on_queue_ready(&rt, queue_id);
+            crate::batch_call::on_queue_ready(&rt, queue_id);
         }
     }
 
