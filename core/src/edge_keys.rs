@@ -29,8 +29,11 @@ pub const LIST_STAMP_KEY: &str = "ankusa:overrides:stamp";
 /// The earliest ms the next override poll may leave (u64 LE).
 pub const LIST_LEASE_KEY: &str = "ankusa:overrides:lease";
 
+/// The live edge count the store last reported (u64 LE; 0: never), see [`crate::edges`].
+pub const EDGES_KEY: &str = "ankusa:fleet:edges";
+
 /// Every fixed key (the bucket ring aside).
-pub const FIXED: [&str; 9] = [
+pub const FIXED: [&str; 10] = [
     BREAKER_KEY,
     LIMITS_KEY,
     RESETS_KEY,
@@ -40,4 +43,5 @@ pub const FIXED: [&str; 9] = [
     LIST_KEY,
     LIST_STAMP_KEY,
     LIST_LEASE_KEY,
+    EDGES_KEY,
 ];

@@ -6,6 +6,7 @@
 //! - [`routes`]: `/v1/hit`, `/v1/hits`, `/v1/settle`, `/v1/reset`, `/metrics`, `/healthz`, `/readyz`.
 //! - [`backend`]: the Redis connection, made and probed in the background.
 //! - [`scripts`] and [`keys`]: the Lua scripts and the key names they touch.
+//! - [`edges`]: the edges heard from lately, counted in Redis, carried in every hit answer.
 //! - [`batcher`]: settle coalescing, one pipeline per Redis node per flush.
 //! - [`metrics`] and [`errors`]: what is counted, and how a failure is answered.
 
@@ -13,6 +14,7 @@ pub mod auth;
 pub mod backend;
 pub mod batcher;
 pub mod config;
+pub mod edges;
 pub mod errors;
 pub mod keys;
 pub mod metrics;

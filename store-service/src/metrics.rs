@@ -29,6 +29,8 @@ pub struct Metrics {
     pub late: IntCounterVec,
     /// `ankusa_store_settle_queued_ops`: settle operations waiting for (or in) a flush.
     pub settle_queued_ops: IntGauge,
+    /// `ankusa_store_live_edges`: edges heard from within the live-edge TTL.
+    pub live_edges: IntGauge,
 }
 
 impl Metrics {
@@ -110,6 +112,11 @@ impl Metrics {
             "Settle operations waiting for or in a flush.",
         )
         .expect("static metric definition");
+        let live_edges = IntGauge::new(
+            "ankusa_store_live_edges",
+            "Edges heard from within the live-edge TTL, as last counted in Redis.",
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(redis_seconds.clone()),
@@ -122,6 +129,7 @@ impl Metrics {
             Box::new(unauthorized.clone()),
             Box::new(late.clone()),
             Box::new(settle_queued_ops.clone()),
+            Box::new(live_edges.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
         }
@@ -138,6 +146,7 @@ impl Metrics {
             unauthorized,
             late,
             settle_queued_ops,
+            live_edges,
         }
     }
 

@@ -93,6 +93,7 @@ pub fn plan(config: &Config, node: &str, hook: &HookFacts) -> Result<Plan, TooLa
     let fleet = (!fleet_charges.is_empty() || claim.is_some()).then_some(HitRequest {
         charges: fleet_charges,
         claim,
+        node: Some(node.to_string()),
     });
     Ok(Plan {
         charges,
