@@ -21,9 +21,16 @@ use std::time::{Duration, Instant};
 
 const RATE: u64 = 50;
 const BURST: u64 = 50;
-/// How long the senders push in each phase (CI; the bound stays meaningful:
-/// two edges at full quota would admit 2 × (50 + 50 × 4) = 500, not 250).
-const SPAN: Duration = Duration::from_secs(4);
+/// How long the senders push in each phase: 4 s in CI, where the bound stays
+/// meaningful (two edges at full quota would admit 2 × (50 + 50 × 4) = 500,
+/// not 250); `ANKUSA_SHARE_SPAN_S=10` for the 10 s run.
+fn span() -> Duration {
+    let seconds = std::env::var("ANKUSA_SHARE_SPAN_S")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(4);
+    Duration::from_secs(seconds.clamp(1, 30))
+}
 /// Senders per edge, each with its own connection per request.
 const SENDERS: usize = 3;
 /// At most this many requests per phase, whatever the machine's speed.
@@ -133,11 +140,12 @@ impl Pushed {
     }
 }
 
-/// [`SENDERS`] greedy senders per edge post `acme` hooks for [`SPAN`].
+/// [`SENDERS`] greedy senders per edge post `acme` hooks for [`span`].
 fn push(edges: &[Edge], tag: &str) -> Pushed {
     let sent = Arc::new(AtomicU64::new(0));
     let refused = Arc::new(AtomicU64::new(0));
     let counts: Vec<Arc<AtomicU64>> = edges.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let span = span();
     let started = Instant::now();
     let threads: Vec<_> = edges
         .iter()
@@ -154,7 +162,7 @@ fn push(edges: &[Edge], tag: &str) -> Pushed {
                     tag.clone(),
                 );
                 std::thread::spawn(move || {
-                    while started.elapsed() < SPAN {
+                    while started.elapsed() < span {
                         let i = sent.fetch_add(1, Ordering::SeqCst);
                         if i >= MAX_REQUESTS {
                             return;
