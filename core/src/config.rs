@@ -159,6 +159,10 @@ pub struct FleetConfig {
     /// The configuration has a `fleet` section: this edge has a store, so it
     /// polls the fleet override list even when every scope is `node`.
     pub declared: bool,
+    /// Edges assumed live until the store reports a count (see [`crate::share`]).
+    pub nodes: u64,
+    /// A pinned share of a fleet quota for node-local answers, in [0.001, 1].
+    pub degraded_share: Option<f64>,
 }
 
 impl Default for FleetConfig {
@@ -174,6 +178,8 @@ impl Default for FleetConfig {
             settle_batch_max: 500,
             settle_retries: 3,
             declared: false,
+            nodes: 1,
+            degraded_share: None,
         }
     }
 }
@@ -227,6 +233,12 @@ impl BreakerPolicy {
 }
 
 impl FleetConfig {
+    /// `degraded_share` in parts per million.
+    pub fn degraded_share_ppm(&self) -> Option<u64> {
+        // Validated to [0.001, 1]: the product is within u64.
+        self.degraded_share.map(|s| (s * 1e6).round() as u64)
+    }
+
     /// Every range; whether `cluster` may be empty depends on the scopes (see [`Config::validate`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
         bound("fleet.timeout_ms", limits::TIMEOUT_MS, self.timeout_ms)?;
@@ -242,6 +254,11 @@ impl FleetConfig {
             self.settle_interval_ms,
         )?;
         at_least("fleet.settle_queue_max", self.settle_queue_max as u64, 1)?;
+        bound("fleet.nodes", limits::EDGES, self.nodes)?;
+        if let Some(share) = self.degraded_share.filter(|s| !(0.001..=1.0).contains(s)) {
+            let e = format!("must be a number from 0.001 to 1, got {share}");
+            return Err(ConfigError::new("fleet.degraded_share", e));
+        }
         between(
             "fleet.settle_batch_max",
             self.settle_batch_max as u64,

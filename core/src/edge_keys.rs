@@ -33,8 +33,11 @@ pub const LIST_CURSOR_KEY: &str = "ankusa:overrides:cursor";
 /// (JSON `{"overrides": [...]}`).
 pub const LIST_STAGING_KEY: &str = "ankusa:overrides:staging";
 
+/// The live edge count the store last reported (u64 LE; 0: never), see [`crate::edges`].
+pub const EDGES_KEY: &str = "ankusa:fleet:edges";
+
 /// Every fixed key (the bucket ring aside).
-pub const FIXED: [&str; 10] = [
+pub const FIXED: [&str; 11] = [
     BREAKER_KEY,
     LIMITS_KEY,
     WARNED_KEY,
@@ -45,4 +48,5 @@ pub const FIXED: [&str; 10] = [
     LIST_LEASE_KEY,
     LIST_CURSOR_KEY,
     LIST_STAGING_KEY,
+    EDGES_KEY,
 ];

@@ -75,8 +75,21 @@ fn capacity(burst: u64) -> u64 {
 /// [`crate::limits`] every value is exact. More units than `burst` can never
 /// be admitted: denied with the longest wait (callers refuse them earlier).
 pub fn check(bucket: Option<Bucket>, now_us: u64, units: u64, rate: u64, burst: u64) -> Verdict {
+    check_cost(
+        bucket,
+        now_us,
+        units.saturating_mul(MICRO),
+        rate,
+        capacity(burst),
+    )
+}
+
+/// [`check`] in micro-units: a charge costing `cost` against a capacity of
+/// `cap`, draining `rate` micro-units per µs. A node's share of a fleet quota
+/// ([`crate::share`]) prices a unit above 10⁶ instead of scaling the rate, so
+/// every share stays exact; a cost over the capacity is never admitted.
+pub fn check_cost(bucket: Option<Bucket>, now_us: u64, cost: u64, rate: u64, cap: u64) -> Verdict {
     let rate = rate.max(1);
-    let cap = capacity(burst);
     let b = bucket.unwrap_or_default();
     let level = b.level.min(cap);
     // A stamp leading `now` by a little is kept (elapsed 0); by more, stale.
@@ -86,7 +99,7 @@ pub fn check(bucket: Option<Bucket>, now_us: u64, units: u64, rate: u64, burst: 
             stamp_us: now_us,
             level,
         };
-        return match check(Some(restamped), now_us, units, rate, burst) {
+        return match check_cost(Some(restamped), now_us, cost, rate, cap) {
             Verdict::Deny { retry_after_us, .. } => Verdict::Deny {
                 retry_after_us,
                 restamp: Some(restamped),
@@ -104,13 +117,13 @@ pub fn check(bucket: Option<Bucket>, now_us: u64, units: u64, rate: u64, burst: 
     } else {
         level - elapsed * rate
     };
-    if units > burst {
+    if cost > cap {
         return Verdict::Deny {
             retry_after_us: u64::MAX,
             restamp: None,
         };
     }
-    let need = drained.saturating_add(units.saturating_mul(MICRO));
+    let need = drained.saturating_add(cost);
     if need <= cap {
         return Verdict::Admit {
             bucket: Bucket {
@@ -123,6 +136,30 @@ pub fn check(bucket: Option<Bucket>, now_us: u64, units: u64, rate: u64, burst: 
     Verdict::Deny {
         retry_after_us: (base - now_us).saturating_add(wait_from_base),
         restamp: None,
+    }
+}
+
+/// A charge priced in micro-units: what [`check_cost`] takes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Priced {
+    pub kind: ChargeKind,
+    /// Micro-units this charge adds.
+    pub cost: u64,
+    /// Micro-units drained per µs (the quota's rate per second).
+    pub rate: u64,
+    /// Micro-units the bucket holds at most.
+    pub cap: u64,
+}
+
+impl Priced {
+    /// A charge at its full price: `units × 10⁶` against `burst × 10⁶`.
+    pub fn whole(c: &Charge) -> Priced {
+        Priced {
+            kind: c.kind,
+            cost: c.units.saturating_mul(MICRO),
+            rate: c.rate,
+            cap: capacity(c.burst),
+        }
     }
 }
 
@@ -142,11 +179,21 @@ pub fn check_all(
     now_us: u64,
     charges: &[Charge],
 ) -> Result<Vec<Bucket>, Denied> {
+    let priced: Vec<Priced> = charges.iter().map(Priced::whole).collect();
+    check_all_priced(buckets, now_us, &priced)
+}
+
+/// [`check_all`] over priced charges (a node's share, see [`crate::share`]).
+pub fn check_all_priced(
+    buckets: &[Option<Bucket>],
+    now_us: u64,
+    charges: &[Priced],
+) -> Result<Vec<Bucket>, Denied> {
     let mut out = Vec::with_capacity(charges.len());
     let mut restamps = Vec::with_capacity(charges.len());
     let mut worst_wait = 0;
     for (bucket, c) in buckets.iter().zip(charges) {
-        match check(*bucket, now_us, c.units, c.rate, c.burst) {
+        match check_cost(*bucket, now_us, c.cost, c.rate, c.cap) {
             Verdict::Admit { bucket } => {
                 out.push(bucket);
                 restamps.push(None);

@@ -12,6 +12,8 @@
 //! - [`cas`]: the compare-and-swap seam to proxy-wasm shared data, and the CAS loops over it.
 //! - [`edge_keys`]: the node's shared-data layout (every key the filter uses).
 //! - [`clock`]: deadlines in shared data that survive a wall-clock step.
+//! - [`share`]: a node's share of a fleet quota while it answers alone, priced exactly.
+//! - [`edges`]: the live edge count the store last reported, kept in the node's shared data.
 //! - [`node_buckets`]: node-scope GCRA buckets in a bounded ring of shared-data keys.
 //! - [`hook`]: one hook's life as a state machine (events in, effects out), with its request
 //!   rules, scope plan, replies, settle and settle-queue policy, degraded gauges.
@@ -41,6 +43,7 @@ pub mod cas;
 pub mod clock;
 pub mod config;
 pub mod edge_keys;
+pub mod edges;
 pub mod event_key;
 pub mod gcra;
 pub mod hook;
@@ -53,6 +56,7 @@ pub mod ratelimit_headers;
 pub mod reload;
 pub mod route;
 pub mod shadow;
+pub mod share;
 pub mod token;
 pub mod verify;
 pub mod wire;

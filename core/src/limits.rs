@@ -69,6 +69,17 @@ pub const SETTLE_INTERVAL_MS: Bound = Bound {
     max: 60_000,
 };
 
+/// Live edges a node divides a fleet quota by while it answers alone
+/// (`fleet.nodes`, a hit answer's `edges`): up to 1 000, so a share is at
+/// least 1/1 000 and a degraded charge (units × 10⁶ / share, see
+/// [`crate::share`]) stays below 2⁶⁴ for the largest burst.
+pub const EDGES: Bound = Bound { min: 1, max: 1_000 };
+/// `fleet.degraded_share` in parts per million: 1/1 000 to the whole quota.
+pub const SHARE_PPM: Bound = Bound {
+    min: 1_000,
+    max: 1_000_000,
+};
+
 /// Longest tenant name, source id or node id (bytes), in the config and on
 /// the wire.
 pub const MAX_NAME_LEN: usize = 64;
@@ -102,6 +113,7 @@ pub const MAX_SETTLE_OPS: usize = 10_000;
 // double; TTLs are exact PX values.
 const _: () = assert!(BURST.max * 1_000_000 * 2 < 1 << 53);
 const _: () = assert!(BURST.max * 1_000_000 + RATE.max < 1 << 53);
+const _: () = assert!((BURST.max as u128) * 1_000_000 * (EDGES.max as u128) < 1 << 64);
 const _: () = assert!(TTL_MS.max < 1 << 53 && PENDING_TTL_MS.max <= TTL_MS.max);
 
 #[cfg(test)]

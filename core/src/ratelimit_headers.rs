@@ -138,6 +138,22 @@ pub fn window_s(quota: Quota) -> u64 {
     quota.burst.div_ceil(quota.rate.max(1)).max(1)
 }
 
+/// What a policy item says: the quota `q` and the window `w` (seconds).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Terms {
+    pub quota: u64,
+    pub window_s: u64,
+}
+
+impl From<Quota> for Terms {
+    fn from(quota: Quota) -> Terms {
+        Terms {
+            quota: quota.burst,
+            window_s: window_s(quota),
+        }
+    }
+}
+
 /// One `RateLimit-Policy` list member: `"hooks";q=100;w=2`, and for bytes
 /// `"bytes";q=1048576;qu="content-bytes";w=1`.
 pub fn policy_item(policy: Policy, quota: Quota) -> String {
@@ -156,15 +172,16 @@ pub fn ratelimit_item(policy: Policy, s: Standing) -> String {
 // Headers are written on every forwarded hook, so they are built by
 // appending digits: `format!` costs several times as much inside a wasm VM.
 
-fn push_policy(out: &mut String, policy: Policy, quota: Quota) {
+fn push_policy(out: &mut String, policy: Policy, quota: impl Into<Terms>) {
+    let terms = quota.into();
     out.push_str(policy.item());
     out.push_str(";q=");
-    push_u64(out, quota.burst);
+    push_u64(out, terms.quota);
     if policy == Policy::Bytes {
         out.push_str(";qu=\"content-bytes\"");
     }
     out.push_str(";w=");
-    push_u64(out, window_s(quota));
+    push_u64(out, terms.window_s);
 }
 
 fn push_ratelimit(out: &mut String, policy: Policy, s: Standing) {
@@ -202,10 +219,10 @@ fn decimal(n: u64) -> String {
 /// The headers for `mode` (names lower case, as proxy-wasm sets them) from
 /// each limited quota's standing: the hooks quota first, then bytes if it is
 /// limited. The legacy triple describes the hooks quota.
-pub fn headers(
+pub fn headers<Q: Into<Terms> + Copy>(
     mode: HeadersMode,
-    hooks: (Quota, Standing),
-    bytes: Option<(Quota, Standing)>,
+    hooks: (Q, Standing),
+    bytes: Option<(Q, Standing)>,
 ) -> Vec<(&'static str, String)> {
     let mut out = Vec::with_capacity(5);
     if mode.ietf() {
@@ -223,7 +240,7 @@ pub fn headers(
         out.push(("ratelimit", state));
     }
     if mode.legacy() {
-        out.push(("x-ratelimit-limit", decimal(hooks.0.burst)));
+        out.push(("x-ratelimit-limit", decimal(hooks.0.into().quota)));
         out.push(("x-ratelimit-remaining", decimal(hooks.1.remaining)));
         out.push(("x-ratelimit-reset", decimal(hooks.1.reset_s)));
     }

@@ -74,6 +74,10 @@ pub struct HitRequest {
     /// same script; absent without a guard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Claim>,
+    /// The calling edge's name (the configuration's `node`): the store counts
+    /// the edges it heard from lately and answers with that count (`edges`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// The store's answer to a hit.
@@ -105,6 +109,10 @@ pub struct HitReply {
     /// RateLimit headers tell the sender.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub levels: Vec<u64>,
+    /// The edges the store heard from in the last few seconds (see
+    /// [`crate::edges`]); absent from a store that doesn't count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edges: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
@@ -294,6 +302,9 @@ impl HitRequest {
         if let Some(claim) = &self.claim {
             claim.validate("claim")?;
         }
+        if let Some(node) = &self.node {
+            check_name("node", node)?;
+        }
         let tenant = self.tenant().unwrap_or_default();
         if let Some(replay) = &self.replay {
             replay.validate("replay")?;
@@ -382,6 +393,7 @@ mod tests {
     #[test]
     fn a_hit_reply_is_a_hit_answer_plus_the_override_in_force() {
         let plain = HitReply {
+            edges: None,
             answer: HitAnswer::RateLimited { retry_after_ms: 5 },
             in_force: None,
             levels: vec![],
@@ -399,6 +411,7 @@ mod tests {
             version: 7,
         };
         let with = HitReply {
+            edges: None,
             answer: HitAnswer::Ok,
             in_force: Some(o),
             levels: vec![2_000_000],
@@ -441,6 +454,7 @@ mod tests {
     #[test]
     fn hit_request_round_trips_in_the_documented_shape() {
         let req = HitRequest {
+            node: None,
             charges: vec![charge(ChargeKind::Hooks)],
             claim: Some(claim()),
             replay: None,
@@ -495,6 +509,7 @@ mod tests {
         let mut c = charge(ChargeKind::Bytes);
         edit(&mut c);
         HitRequest {
+            node: None,
             charges: vec![c],
             claim: None,
             replay: None,
@@ -508,6 +523,7 @@ mod tests {
         let mut c = claim();
         edit(&mut c);
         HitRequest {
+            node: None,
             charges: vec![],
             claim: Some(c),
             replay: None,
@@ -543,6 +559,7 @@ mod tests {
         (top.rate, top.burst, top.units) = (1_000_000_000, 1 << 32, 1 << 32);
         assert_eq!(
             HitRequest {
+                node: None,
                 charges: vec![top],
                 claim: None,
                 replay: None,
@@ -573,6 +590,7 @@ mod tests {
         let mut cl = claim();
         cl.key.clear();
         let err = HitRequest {
+            node: None,
             charges: vec![],
             claim: Some(cl),
             replay: None,
@@ -583,6 +601,7 @@ mod tests {
         let mut cl = claim();
         cl.tenant.clear();
         let err = HitRequest {
+            node: None,
             charges: vec![],
             claim: Some(cl),
             replay: None,
@@ -618,12 +637,14 @@ mod tests {
         let mut other = charge(ChargeKind::Bytes);
         other.tenant = "globex".into();
         let req = HitRequest {
+            node: None,
             charges: vec![charge(ChargeKind::Hooks), other],
             claim: None,
             replay: None,
         };
         assert_eq!(req.validate().unwrap_err().field, "charges[1].tenant");
         let req = HitRequest {
+            node: None,
             charges: vec![charge(ChargeKind::Hooks), charge(ChargeKind::Hooks)],
             claim: None,
             replay: None,
@@ -634,6 +655,7 @@ mod tests {
     #[test]
     fn empty_hit_is_refused_and_unknown_fields_fail_to_parse() {
         let req = HitRequest {
+            node: None,
             charges: vec![],
             claim: None,
             replay: None,

@@ -102,6 +102,7 @@ mod tests {
     #[test]
     fn a_result_round_trips_as_the_single_hit_answer_would() {
         let reply = HitResult::Reply(HitReply {
+            edges: None,
             answer: HitAnswer::RateLimited { retry_after_ms: 7 },
             in_force: None,
             levels: vec![],

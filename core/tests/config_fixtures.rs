@@ -26,7 +26,7 @@ const REFUSED: &[(&str, &str)] = &[
         "unknown_fleet_key",
         "fleet.breaker_failure_ratio: unknown field; expected one of cluster, authority, timeout_ms, \
          pending_ttl_ms, breaker_failure_rate, breaker_min_calls, breaker_window_ms, breaker_open_ms, \
-         settle_interval_ms, settle_queue_max, settle_batch_max, settle_retries",
+         settle_interval_ms, settle_queue_max, settle_batch_max, settle_retries, nodes, degraded_share",
     ),
     ("unknown_dedupe_rule_key", "sources.gh.dedupe.jsonpath: unknown field; expected one of header, json"),
     ("missing_sources", "sources: is required: name at least one source"),
@@ -226,6 +226,13 @@ const REFUSED: &[(&str, &str)] = &[
          edge shares",
     ),
     // Fleet.
+    ("nodes_zero", "fleet.nodes: must be between 1 and 1000, got 0"),
+    ("nodes_too_large", "fleet.nodes: must be between 1 and 1000, got 1001"),
+    ("nodes_fractional", "fleet.nodes: expected a whole number, got 2.5"),
+    ("degraded_share_zero", "fleet.degraded_share: must be a number from 0.001 to 1, got 0"),
+    ("degraded_share_above_one", "fleet.degraded_share: must be a number from 0.001 to 1, got 1.5"),
+    ("degraded_share_too_small", "fleet.degraded_share: must be a number from 0.001 to 1, got 0.0001"),
+    ("degraded_share_wrong_type", "fleet.degraded_share: expected a number, got \"half\""),
     ("timeout_ms_zero", "fleet.timeout_ms: must be between 1 and 10000, got 0"),
     ("timeout_ms_too_large", "fleet.timeout_ms: must be between 1 and 10000, got 10001"),
     ("pending_ttl_ms_zero", "fleet.pending_ttl_ms: must be between 1 and 86400000, got 0"),
@@ -379,6 +386,7 @@ fn every_key_is_read() {
         (c.fleet.settle_batch_max, c.fleet.settle_retries),
         (10_000, 0)
     );
+    assert_eq!((c.fleet.nodes, c.fleet.degraded_share), (3, Some(0.25)));
     let rule = |id: &str| c.sources[id].dedupe.clone();
     assert_eq!(rule("shared"), DedupeRule::preset("standard_webhooks"));
     assert_eq!(rule("shop"), DedupeRule::preset("shopify"));

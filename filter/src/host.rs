@@ -11,6 +11,7 @@ use crate::shared::{now_us, HostStore};
 use ankusa_core::breaker::SeenClosed;
 use ankusa_core::cas::CasStore;
 use ankusa_core::config::Config;
+use ankusa_core::edges::EdgesSeen;
 use ankusa_core::hook::batch::Submitted;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{self, Effect, Env, Flow, Level, Metric, Step};
@@ -32,6 +33,8 @@ pub trait Host {
     fn store(&self) -> &Self::Store;
     /// When this worker last read the fleet breaker closed.
     fn seen_closed(&self) -> &SeenClosed;
+    /// This worker's copy of the node's live edge count.
+    fn edges_seen(&self) -> &EdgesSeen;
     /// µs since the unix epoch.
     fn now_us(&self) -> u64;
     /// The random bytes of the next hook id (`now_us`: the hook's clock, for
@@ -77,6 +80,7 @@ pub trait Host {
             node: self.node(),
             store: self.store(),
             seen_closed: self.seen_closed(),
+            edges: self.edges_seen(),
         }
     }
 }
@@ -130,6 +134,10 @@ impl Host for ProxyHost {
 
     fn seen_closed(&self) -> &SeenClosed {
         &self.0.seen_closed
+    }
+
+    fn edges_seen(&self) -> &EdgesSeen {
+        &self.0.edges_seen
     }
 
     fn now_us(&self) -> u64 {

@@ -51,6 +51,8 @@ pub struct Metrics {
     overrides_cut: u32,
     overrides_listed: u32,
     overrides_left_out: u32,
+    live_edges: u32,
+    share_ppm: u32,
     /// This VM's degraded-gauge writes (a value per hook would be a host call per hook).
     degraded_writes: RefCell<GaugeWrites>,
 }
@@ -114,6 +116,8 @@ impl Metrics {
             overrides_cut: define(Counter, "ankusa_overrides_cut_total"),
             overrides_listed: define(Gauge, "ankusa_overrides_listed"),
             overrides_left_out: define(Gauge, "ankusa_overrides_left_out"),
+            live_edges: define(Gauge, "ankusa_fleet_live_edges"),
+            share_ppm: define(Gauge, "ankusa_fleet_degraded_share_ppm"),
             degraded_writes: RefCell::default(),
         }
     }
@@ -150,6 +154,7 @@ impl Metrics {
             Metric::BreakerState(state) => self.breaker_state(state),
             Metric::Degraded(kind, on) => self.degraded(kind, on),
             Metric::Contended => self.contended(),
+            Metric::Edges { live, share_ppm } => self.edges(live, share_ppm),
         }
     }
 
@@ -200,6 +205,13 @@ impl Metrics {
     /// A hook admitted uncharged because every compare-and-swap on its node bucket conflicted.
     pub fn contended(&self) {
         Self::inc(self.contended, 1);
+    }
+
+    /// The live edge count the node last heard (0: never) and the share of
+    /// a fleet quota it answers alone with, in parts per million.
+    pub fn edges(&self, live: u64, share_ppm: u64) {
+        Self::set(self.live_edges, live);
+        Self::set(self.share_ppm, share_ppm);
     }
 
     /// One override-list poll: taken (`cut` overrides left out past the

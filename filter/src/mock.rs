@@ -8,6 +8,7 @@ use ankusa_core::breaker::SeenClosed;
 use ankusa_core::cas::{ensure_keys, MapStore};
 use ankusa_core::config::Config;
 use ankusa_core::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
+use ankusa_core::edges::EdgesSeen;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{Level, Metric};
 use ankusa_core::hook::reply::LocalReply;
@@ -34,6 +35,7 @@ pub struct MockHost {
     pub keys: Keys,
     pub store: MapStore,
     pub seen_closed: SeenClosed,
+    pub edges_seen: EdgesSeen,
     pub now_us: Cell<u64>,
     pub request: RefCell<Vec<(String, Vec<u8>)>>,
     pub body: RefCell<Vec<u8>>,
@@ -69,6 +71,7 @@ impl MockHost {
             keys,
             store,
             seen_closed: SeenClosed::default(),
+            edges_seen: EdgesSeen::default(),
             now_us: Cell::new(1_700_000_000_000_000),
             request: RefCell::default(),
             body: RefCell::default(),
@@ -126,6 +129,10 @@ impl Host for Rc<MockHost> {
 
     fn seen_closed(&self) -> &SeenClosed {
         &self.seen_closed
+    }
+
+    fn edges_seen(&self) -> &EdgesSeen {
+        &self.edges_seen
     }
 
     fn store(&self) -> &MapStore {

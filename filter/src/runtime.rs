@@ -10,6 +10,7 @@ use ankusa_core::breaker::SeenClosed;
 use ankusa_core::cas::ensure_keys;
 use ankusa_core::config::{Config, FleetConfig};
 use ankusa_core::edge_keys::{self, BUCKET_PREFIX, BUCKET_SLOTS};
+use ankusa_core::edges::{self, EdgesSeen};
 use ankusa_core::hook::settle::{Enqueued, Queued};
 use ankusa_core::hook_id::{IdBits, RANDOM_BYTES};
 use ankusa_core::node_buckets::NodeBuckets;
@@ -77,6 +78,8 @@ pub struct Runtime {
     pending: RefCell<(Vec<Queued>, u64)>,
     /// When this worker last read the fleet breaker closed.
     pub seen_closed: SeenClosed,
+    /// This worker's copy of the node's live edge count.
+    pub edges_seen: EdgesSeen,
 }
 
 impl Runtime {
@@ -110,7 +113,15 @@ impl Runtime {
             ids: RefCell::new(IdBits::new(id_seed())),
             pending: RefCell::new((Vec::new(), 0)),
             seen_closed: SeenClosed::default(),
+            edges_seen: EdgesSeen::default(),
         };
+        if runtime.config.uses_store() {
+            // The share in force before any answer: the count the node last
+            // heard (kept across reloads), or the configuration's.
+            let live = edges::heard(&HOST);
+            let share_ppm = edges::share_of(&runtime.config.fleet, live).ppm();
+            runtime.metrics.edges(live, share_ppm);
+        }
         let changed = reload::note_limit_changes(&HOST, &runtime.config);
         if !changed.is_empty() {
             log::info!("ankusa: limits changed for {changed:?}; their buckets were reset");
@@ -248,10 +259,16 @@ fn id_seed() -> [u8; RANDOM_BYTES] {
 
 /// Envoy's node id (`--service-node`) as a wire name.
 fn envoy_node_id() -> String {
-    let id = hostcalls::get_property(vec!["node", "id"])
-        .ok()
-        .flatten()
-        .and_then(|b| String::from_utf8(b).ok())
+    // Envoy 1.40 names the local node `xds.node`; older ones `node`.
+    let id = [vec!["xds", "node", "id"], vec!["node", "id"]]
+        .into_iter()
+        .find_map(|path| {
+            hostcalls::get_property(path)
+                .ok()
+                .flatten()
+                .and_then(|b| String::from_utf8(b).ok())
+                .filter(|id| !id.is_empty())
+        })
         .unwrap_or_default();
     node_name::wire_name(&id)
 }

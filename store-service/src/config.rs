@@ -72,6 +72,13 @@ pub struct Config {
     /// request (no hand-offs between threads).
     #[arg(long, env = "ANKUSA_STORE_THREADS", default_value_t = 0)]
     pub threads: usize,
+    /// How long an edge counts as live after its last hit (ms): the count
+    /// every answer carries (`edges`) is of the edges heard within it.
+    #[arg(long, env = "ANKUSA_STORE_EDGES_TTL_MS", default_value_t = 5_000)]
+    pub edges_ttl_ms: u64,
+    /// How often the names heard are written to Redis and the count read (ms).
+    #[arg(long, env = "ANKUSA_STORE_EDGES_REFRESH_MS", default_value_t = 1_000)]
+    pub edges_refresh_ms: u64,
     /// Tokens given in code (tests, embedders); the binary fills it from
     /// ANKUSA_STORE_EDGE_TOKENS and ANKUSA_STORE_OPERATOR_TOKENS.
     #[arg(skip)]
@@ -95,6 +102,8 @@ impl Config {
             token_file: None,
             insecure_no_auth: true,
             threads: 0,
+            edges_ttl_ms: 5_000,
+            edges_refresh_ms: 1_000,
             tokens: RoleTokens::default(),
         }
     }

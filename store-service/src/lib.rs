@@ -8,6 +8,7 @@
 //! - [`backend`]: the Redis connection, made and probed in the background.
 //! - [`scripts`] and [`keys`]: the Lua scripts and the key names they touch.
 //! - [`override_log`]: the versioned log of override changes that edges poll.
+//! - [`edges`]: the edges heard from lately, counted in Redis, carried in every hit answer.
 //! - [`batcher`]: settle coalescing, one pipeline per Redis node per flush.
 //! - [`metrics`] and [`errors`]: what is counted, and how a failure is answered.
 
@@ -15,6 +16,7 @@ pub mod auth;
 pub mod backend;
 pub mod batcher;
 pub mod config;
+pub mod edges;
 pub mod errors;
 pub mod keys;
 pub mod metrics;

@@ -34,6 +34,8 @@ pub struct Metrics {
     pub late: IntCounterVec,
     /// `ankusa_store_settle_queued_ops`: settle operations waiting for (or in) a flush.
     pub settle_queued_ops: IntGauge,
+    /// `ankusa_store_live_edges`: edges heard from within the live-edge TTL.
+    pub live_edges: IntGauge,
 }
 
 impl Metrics {
@@ -131,6 +133,11 @@ impl Metrics {
             "Settle operations waiting for or in a flush.",
         )
         .expect("static metric definition");
+        let live_edges = IntGauge::new(
+            "ankusa_store_live_edges",
+            "Edges heard from within the live-edge TTL, as last counted in Redis.",
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(redis_seconds.clone()),
@@ -145,6 +152,7 @@ impl Metrics {
             Box::new(settle_skipped.clone()),
             Box::new(late.clone()),
             Box::new(settle_queued_ops.clone()),
+            Box::new(live_edges.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
         }
@@ -163,6 +171,7 @@ impl Metrics {
             settle_skipped,
             late,
             settle_queued_ops,
+            live_edges,
         }
     }
 

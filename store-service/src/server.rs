@@ -5,6 +5,7 @@ use crate::auth::{self, Auth};
 use crate::backend::Backend;
 use crate::batcher;
 use crate::config::{Config, RedisTarget};
+use crate::edges::LiveEdges;
 use crate::metrics::Metrics;
 use crate::routes::{self, Shared};
 use hyper::service::service_fn;
@@ -48,8 +49,16 @@ pub async fn run(
         config.settle_queue_max,
         draining_rx,
     );
+    let edges = Arc::new(LiveEdges::new(Duration::from_millis(
+        config.edges_ttl_ms.max(1),
+    )));
+    let edges_task = edges.spawn(
+        Arc::clone(&backend),
+        Duration::from_millis(config.edges_refresh_ms.max(1)),
+    );
     let shared = Arc::new(Shared {
         backend,
+        edges,
         settler,
         max_budget: config.max_budget(),
         auth,
@@ -126,6 +135,7 @@ pub async fn run(
         log::warn!("settle flush did not finish within {DRAIN_GRACE:?}");
     }
     monitor.abort();
+    edges_task.abort();
     if let Some(reload) = reload {
         reload.abort();
     }

@@ -27,6 +27,7 @@ mod edge_replay;
 mod edge_settle;
 mod edge_shadow;
 mod edge_shapes;
+mod edge_share;
 mod edge_verify;
 mod faults;
 mod fleet;

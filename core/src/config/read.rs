@@ -45,6 +45,8 @@ const FLEET: &[&str] = &[
     "settle_queue_max",
     "settle_batch_max",
     "settle_retries",
+    "nodes",
+    "degraded_share",
 ];
 
 /// Longest rendering of a bad value inside a message (bytes).
@@ -249,6 +251,8 @@ fn fleet(obj: &Obj) -> Result<FleetConfig, ConfigError> {
             .map_or(d.settle_batch_max, |n| n as usize),
         settle_retries: obj.u32("settle_retries")?.unwrap_or(d.settle_retries),
         declared: true,
+        nodes: obj.u64("nodes")?.unwrap_or(d.nodes),
+        degraded_share: obj.f64("degraded_share")?,
     })
 }
 

@@ -23,6 +23,7 @@ use crate::breaker::{Breaker, BreakerState, CallPermit, SeenClosed};
 use crate::cas::{update_u64, CasStore};
 use crate::config::Config;
 use crate::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS, WARNED_KEY};
+use crate::edges::{self, EdgesSeen};
 use crate::hook::admit;
 use crate::hook::degraded::fleet_kinds;
 use crate::hook::headers::RequestHeaders;
@@ -34,6 +35,7 @@ use crate::hook::settle::{settle_op, Queued};
 use crate::node_buckets::{NodeBuckets, NodeVerdict};
 use crate::overrides::{self, Effective, Override};
 use crate::shadow::{self, Refusal};
+use crate::share::Share;
 use crate::verify::Keys;
 use crate::wire::{Charge, Claim, HitAnswer, HitReply, SettleOp};
 
@@ -57,6 +59,8 @@ pub struct Env<'a, S: CasStore> {
     pub store: &'a S,
     /// When this worker last read the fleet breaker closed.
     pub seen_closed: &'a SeenClosed,
+    /// This worker's copy of the node's live edge count.
+    pub edges: &'a EdgesSeen,
 }
 
 impl<S: CasStore> Env<'_, S> {
@@ -91,6 +95,12 @@ pub enum Metric {
     Degraded(Kind, bool),
     /// Node buckets admitted without a charge (compare-and-swap contention).
     Contended,
+    /// The store reported a new live edge count: the node's share of a fleet
+    /// quota answered node-local is now `share_ppm` parts per million.
+    Edges {
+        live: u64,
+        share_ppm: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -317,6 +327,21 @@ impl Hook {
         now: u64,
         counted: Metric,
     ) -> Step {
+        self.answer_node_share(env, charges, claim, now, counted, Share::WHOLE)
+    }
+
+    /// [`Hook::answer_node_as`] spending from `share` of each quota (a fleet
+    /// quota answered node-local, see [`crate::share`]): the verdict, the
+    /// wait and the RateLimit headers all follow the share.
+    fn answer_node_share<S: CasStore>(
+        &mut self,
+        env: &Env<'_, S>,
+        charges: &[Charge],
+        claim: Option<Claim>,
+        now: u64,
+        counted: Metric,
+        share: Share,
+    ) -> Step {
         let charges = match self.node_charges(env, charges, now) {
             Ok(charges) => charges,
             Err(e) => return self.too_large_now(claim, e),
@@ -325,9 +350,12 @@ impl Hook {
         let mode = env.config.rate_limits.headers;
         let (verdict, headers) = match (&self.facts, charges.is_empty()) {
             (Some(facts), false) => {
-                let (verdict, buckets) = env.buckets().charge_state(&facts.tenant, now, charges);
+                let (verdict, buckets) =
+                    env.buckets()
+                        .charge_share(&facts.tenant, now, charges, share);
                 let limits = self.effective(env, &facts.tenant, now).limits;
-                let headers = rate_headers::node(mode, &limits, charges, &buckets, now);
+                let headers =
+                    rate_headers::node_share(mode, &limits, charges, &buckets, now, share);
                 (verdict, headers)
             }
             (Some(facts), true) if self.rate_headers.is_empty() => {
@@ -402,7 +430,15 @@ impl Hook {
                 format!("ankusa: fleet limiter degraded, answering from this node alone: {why}"),
             ));
         }
-        self.answer_node(env, &plan.charges, claim, now)
+        // A fleet quota answered here spends this node's share of it; a
+        // node-scope quota (fleet dedupe alone) is this node's already.
+        let share = if plan::is_fleet(&env.config.rate_limits.scope) {
+            edges::share_of(&env.config.fleet, edges::heard(env.store))
+        } else {
+            Share::WHOLE
+        };
+        let counted = Metric::Admission(Outcome::Admitted);
+        self.answer_node_share(env, &plan.charges, claim, now, counted, share)
     }
 
     /// Reports a call's outcome (`failure`: why it failed) to the breaker.
@@ -641,6 +677,10 @@ impl Hook {
         self.record(env, call.permit, answer.as_ref().err(), now);
         let (answer, levels) = match answer {
             Ok(reply) => {
+                if let Some(live) = env.edges.learn(env.store, reply.edges, now / 1_000) {
+                    let share_ppm = edges::share_of(&env.config.fleet, live).ppm();
+                    self.metric(Metric::Edges { live, share_ppm });
+                }
                 self.in_force = reply.in_force;
                 self.answered = true;
                 (reply.answer, reply.levels)
@@ -758,6 +798,8 @@ mod trailers;
 
 #[cfg(test)]
 mod replay_tests;
+#[cfg(test)]
+mod share_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

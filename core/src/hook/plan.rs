@@ -115,6 +115,7 @@ pub fn plan(config: &Config, node: &str, hook: &HookFacts) -> Result<Plan, TooLa
         charges: fleet_charges,
         claim,
         replay,
+        node: Some(node.to_string()),
     });
     Ok(Plan {
         charges,

@@ -12,9 +12,10 @@
 //!   policy alone too.
 
 use crate::config::Limits;
-use crate::gcra::{Bucket, Quota};
+use crate::gcra::{Bucket, Quota, MICRO};
 use crate::ratelimit_headers::HeadersMode;
-use crate::ratelimit_headers::{self as rl, Standing};
+use crate::ratelimit_headers::{self as rl, Standing, Terms};
+use crate::share::Share;
 use crate::wire::{Charge, ChargeKind};
 
 /// A header's lower-case name and value.
@@ -60,6 +61,49 @@ pub fn node(
     rl::headers(mode, hooks, bytes)
 }
 
+/// [`node`] for a fleet quota answered node-local under `share` (see
+/// [`crate::share`]): the policy is the node's share (`q` = burst × share,
+/// at least 1; `w` the time its bucket takes to refill), the standing what
+/// that share has left.
+pub fn node_share(
+    mode: HeadersMode,
+    limits: &Limits,
+    charges: &[Charge],
+    buckets: &[Bucket],
+    now_us: u64,
+    share: Share,
+) -> Vec<Header> {
+    if share == Share::WHOLE {
+        return node(mode, limits, charges, buckets, now_us);
+    }
+    let of = |kind: ChargeKind, quota: Quota| {
+        let (c, b) = charges.iter().zip(buckets).find(|(c, _)| c.kind == kind)?;
+        let priced = share.price(c);
+        let unit = share.cost(1);
+        let cap = priced.cap.max(unit);
+        // The bucket may hold more than the burst (one charge's floor).
+        let room = Quota {
+            burst: cap.div_ceil(MICRO),
+            ..quota
+        };
+        let level = rl::level_at(Some(*b), now_us, room).min(cap);
+        let terms = Terms {
+            quota: share.burst(quota.burst),
+            window_s: cap.div_ceil(quota.rate.max(1)).div_ceil(MICRO).max(1),
+        };
+        let standing = Standing {
+            remaining: (cap - level) / unit,
+            reset_s: level.div_ceil(quota.rate.max(1)).div_ceil(MICRO),
+        };
+        Some((terms, standing))
+    };
+    let Some(hooks) = of(ChargeKind::Hooks, limits.hooks) else {
+        return policy_only(mode, limits);
+    };
+    let bytes = limits.bytes.and_then(|q| of(ChargeKind::Bytes, q));
+    rl::headers(mode, hooks, bytes)
+}
+
 /// A fleet admit's headers: `levels` are what the store reports each of
 /// `charges` left (in charge order), read as buckets measured now. Without
 /// one level per charge (an older store), the policy alone.
@@ -93,7 +137,6 @@ pub fn fleet_denied(mode: HeadersMode, limits: &Limits, retry_after_ms: u64) -> 
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::gcra::MICRO;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 

@@ -42,7 +42,8 @@
 //! hook is admitted uncharged and the verdict says so.
 
 use crate::cas::{self, CasStore};
-use crate::gcra::{self, Bucket};
+use crate::gcra::{self, Bucket, Priced};
+use crate::share::Share;
 use crate::wire::{Charge, ChargeKind};
 use slot::{decode, encode, guest_bit, Held, Pair, Slot};
 
@@ -215,13 +216,26 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
         now_us: u64,
         charges: &[Charge],
     ) -> (NodeVerdict, Vec<Bucket>) {
+        self.charge_share(tenant, now_us, charges, Share::WHOLE)
+    }
+
+    /// [`NodeBuckets::charge_state`] spending from `share` of each quota
+    /// (a fleet quota answered node-local, see [`crate::share`]).
+    pub fn charge_share(
+        &self,
+        tenant: &str,
+        now_us: u64,
+        charges: &[Charge],
+        share: Share,
+    ) -> (NodeVerdict, Vec<Bucket>) {
+        let priced: Vec<Priced> = charges.iter().map(|c| share.price(c)).collect();
         cas::retry(|| {
             let place = self.place(tenant, now_us);
             let buckets: Vec<Option<Bucket>> = charges
                 .iter()
                 .map(|c| Some(place.tats.get(c.kind).bucket))
                 .collect();
-            let new_buckets = match gcra::check_all(&buckets, now_us, charges) {
+            let new_buckets = match gcra::check_all_priced(&buckets, now_us, &priced) {
                 Ok(new_buckets) => new_buckets,
                 Err(denied) => {
                     self.restamp(&place, charges, &denied.restamps);

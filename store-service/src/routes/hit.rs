@@ -15,14 +15,18 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     let hit: HitRequest = read_json(req, super::MAX_BODY_BYTES, "hit request").await?;
     hit.validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    if let Some(node) = &hit.node {
+        shared.edges.note(node);
+    }
     let backend = std::sync::Arc::clone(&shared.backend);
-    let answer = within(
+    let mut answer = within(
         shared,
         "hit",
         budget,
         async move { run(&backend, &hit).await },
     )
     .await?;
+    answer.edges = shared.edges.count();
     let result = match &answer.answer {
         HitAnswer::Ok => "ok",
         HitAnswer::Duplicate { .. } => "duplicate",
@@ -138,6 +142,7 @@ pub fn parse_reply(reply: &[Value]) -> Result<HitReply, StoreError> {
         answer,
         in_force,
         levels,
+        edges: None,
     })
 }
 

@@ -47,7 +47,12 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
     let mut valid = Vec::with_capacity(total);
     for (i, item) in raw.hits.into_iter().enumerate() {
         match read_item(i, item) {
-            Ok(hit) => valid.push((i, hit)),
+            Ok(hit) => {
+                if let Some(node) = &hit.node {
+                    shared.edges.note(node);
+                }
+                valid.push((i, hit));
+            }
             Err(e) => results[i] = Some(refused(&e)),
         }
     }
@@ -70,7 +75,10 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
         }
         for (i, answer) in answered {
             results[i] = Some(match answer {
-                Ok(reply) => HitResult::Reply(reply),
+                Ok(mut reply) => {
+                    reply.edges = shared.edges.count();
+                    HitResult::Reply(reply)
+                }
                 Err(e) => refused(&e),
             });
         }

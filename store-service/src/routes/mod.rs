@@ -10,6 +10,7 @@ mod settle;
 use crate::auth::{needed_role, SharedAuth};
 use crate::backend::Backend;
 use crate::batcher::Settler;
+use crate::edges::LiveEdges;
 use crate::errors::StoreError;
 use ankusa_core::wire::BUDGET_HEADER;
 use bytes::Bytes;
@@ -34,6 +35,8 @@ pub const MAX_SETTLE_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// What every handler may use.
 pub struct Shared {
     pub backend: Arc<Backend>,
+    /// The edges heard from lately (see [`crate::edges`]).
+    pub edges: Arc<LiveEdges>,
     pub settler: Settler,
     pub max_budget: Duration,
     pub auth: SharedAuth,

@@ -6,6 +6,7 @@ use crate::breaker::SeenClosed;
 use crate::cas::{ensure_keys, MapStore};
 use crate::config::Config;
 use crate::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
+use crate::edges::EdgesSeen;
 use crate::node_buckets::NodeBuckets;
 use crate::verify::Keys;
 
@@ -14,6 +15,7 @@ pub struct World {
     pub keys: Keys,
     pub store: MapStore,
     pub seen_closed: SeenClosed,
+    pub edges: EdgesSeen,
 }
 
 impl World {
@@ -34,6 +36,7 @@ impl World {
             keys,
             store,
             seen_closed: SeenClosed::default(),
+            edges: EdgesSeen::default(),
         }
     }
 
@@ -44,6 +47,7 @@ impl World {
             node: "edge-1",
             store: &self.store,
             seen_closed: &self.seen_closed,
+            edges: &self.edges,
         }
     }
 }

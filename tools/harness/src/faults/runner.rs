@@ -1,5 +1,6 @@
 //! One row of the fault suite: start the fleet, deliver, break, heal, audit.
 
+use super::metered::{self, Attempts};
 use super::scenario::Fault;
 use super::stalls::{self, Series};
 use super::table::{resume_bound_ms, Row, Transitions};
@@ -27,6 +28,9 @@ pub const TIMEOUT_MS: u64 = 250;
 pub const BREAKER_OPEN_MS: u64 = 1000;
 /// Edges in every row.
 pub const EDGES: usize = 2;
+/// The store's flags in every row: the live edge count refreshed every
+/// 200 ms, so the edges know it well before the fault.
+const STORE_ARGS: [&str; 2] = ["--edges-refresh-ms", "200"];
 /// Attempts started this early are left out of the baseline p99: the first
 /// calls pay for connections and the store's first script load.
 const WARM_UP: Duration = Duration::from_millis(500);
@@ -79,6 +83,7 @@ pub fn row_config(fault: Fault) -> serde_json::Value {
     if fault == Fault::SettleOverflow {
         config["fleet"]["settle_queue_max"] = 8.into();
     }
+    metered::configure(&mut config);
     config
 }
 
@@ -119,7 +124,7 @@ impl FaultFleet {
             (_, Some(c)) => c.url(),
             _ => unreachable!("one of the two was started"),
         };
-        let store = Store::start_on(free_port(), &redis_url, &[]);
+        let store = Store::start_on(free_port(), &redis_url, &STORE_ARGS);
         assert!(
             store.wait_ready(Duration::from_secs(10)),
             "ankusa-store never reached Redis:\n{}",
@@ -374,7 +379,7 @@ fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
         Fault::StoreKilled => {
             let port = fleet.store.port;
             let _ = fleet.store.proc.stop(Duration::from_secs(1));
-            fleet.store = Store::start_on(port, &fleet.redis_url(), &[]);
+            fleet.store = Store::start_on(port, &fleet.redis_url(), &STORE_ARGS);
         }
         Fault::StoreFrozen => fleet.store.proc.signal("CONT"),
         Fault::RedisKilled => {
@@ -451,6 +456,8 @@ struct Sample {
     degraded_max: f64,
     fallback_sum: f64,
     settle_dropped_sum: f64,
+    /// The fewest live edges any answering edge last heard (0: none yet).
+    live_edges_min: f64,
 }
 
 fn sample(urls: &[String], at: Duration) -> Sample {
@@ -471,6 +478,10 @@ fn sample(urls: &[String], at: Duration) -> Sample {
             .max(get(r#"ankusa_fleet_limiter_degraded{kind="dedupe"}"#));
         s.fallback_sum += get("ankusa_fleet_fallback_total");
         s.settle_dropped_sum += get("ankusa_fleet_settle_dropped_total");
+        let live = get("ankusa_fleet_live_edges");
+        if s.live_edges_min == 0.0 || (live > 0.0 && live < s.live_edges_min) {
+            s.live_edges_min = live;
+        }
     }
     s
 }
@@ -589,7 +600,15 @@ pub fn run_row_with(
     let start = Instant::now();
     let start_unix_ms = stalls::unix_ms();
     let pids: Vec<u32> = fleet.edges.iter().map(|e| e.proc.pid()).collect();
+    let metered_attempts = Attempts::default();
+    let edge_urls = fleet.edge_urls();
     let (outcome, stalls) = std::thread::scope(|s| {
+        for url in &edge_urls {
+            for _ in 0..metered::SENDERS {
+                let (done, into) = (&done, &metered_attempts);
+                s.spawn(move || metered::send(url, start, done, into));
+            }
+        }
         let provider = s.spawn(|| {
             let outcome = run::run(&options);
             done.store(true, Ordering::SeqCst);
@@ -721,6 +740,7 @@ pub fn run_row_with(
         .map_or(0.0, |s| s.fallback_sum - fallbacks_at_close)
         .max(0.0) as u64;
     let acked_events = outcome.acknowledged.iter().filter(|a| **a).count() as u64;
+    let window = heal_at.saturating_sub(plan.fault_at);
     let row = Row {
         fault: fault.name().into(),
         notes: std::mem::take(&mut fleet.notes),
@@ -759,6 +779,14 @@ pub fn run_row_with(
         store_proxy_refused: fleet.store_proxy.refused(),
         store_errors_after_heal,
         fault_s: [plan.fault_at.as_secs_f64(), heal_at.as_secs_f64()],
+        metered_admitted: metered_attempts.admitted_within(plan.fault_at, heal_at),
+        metered_quota: metered::quota(window),
+        live_edges: Transitions::of(
+            samples
+                .iter()
+                .map(|s| s.live_edges_min)
+                .filter(|v| *v > 0.0),
+        ),
     };
     for edge in &mut fleet.edges {
         let _ = edge.proc.stop(Duration::from_secs(5));

@@ -115,6 +115,22 @@ pub struct Row {
     pub store_errors_after_heal: u64,
     /// When the fault was injected and healed (s from the start of traffic).
     pub fault_s: [f64; 2],
+    /// Hooks of the metered tenant the edges admitted (started during the
+    /// fault), and its fleet quota for that window (burst + rate × window;
+    /// see `faults::metered`). 0 / 0: a row from before it was measured.
+    #[serde(default)]
+    pub metered_admitted: u64,
+    #[serde(default)]
+    pub metered_quota: u64,
+    /// The fewest live edges an edge had heard, as it changed over the row.
+    #[serde(default)]
+    pub live_edges: Transitions,
+}
+
+/// How far over its quota the metered tenant may go in a row: 10 % and two
+/// hooks (a window's edges are the run's clock, not the store's).
+pub fn metered_limit(quota: u64) -> u64 {
+    quota + quota / 10 + 2
 }
 
 /// What a hook may spend at the edge beyond `fleet.timeout_ms` (Envoy's own
@@ -165,6 +181,16 @@ impl Row {
                 "{}: the fault proxy in front of the store closed {} connections at its bound: \
                  the row measured the proxy, not the fault",
                 self.fault, self.store_proxy_refused
+            ));
+        }
+        if self.metered_quota > 0 && self.metered_admitted > metered_limit(self.metered_quota) {
+            return Some(format!(
+                "{}: the fleet admitted {} hooks of the metered tenant during the fault, over its \
+                 fleet quota for the window, {} (allowed {})",
+                self.fault,
+                self.metered_admitted,
+                self.metered_quota,
+                metered_limit(self.metered_quota)
             ));
         }
         let budget = self.timeout_ms + BUDGET_MARGIN_MS;
@@ -246,12 +272,22 @@ impl Row {
         } else {
             format!("{} ({})", self.fault, self.notes.join("; "))
         };
+        let metered = if self.metered_quota == 0 {
+            "-".to_string()
+        } else {
+            format!(
+                "{} / {} (live edges {})",
+                self.metered_admitted,
+                self.metered_quota,
+                self.live_edges.render()
+            )
+        };
         let running = format!(
             "{} (worker waited {} ms)",
             self.p99_edge_during_running_ms, self.stalled_during_ms
         );
         format!(
-            "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} ({:+}) | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:.1}–{:.1} | {}/{} | {} | **{}** | {} | {} | {} / {} ({:+}) | {} | {} | {} | {} | {} | {} | {} | {} |",
             fault,
             self.fault_s[0],
             self.fault_s[1],
@@ -271,6 +307,7 @@ impl Row {
             self.degraded.render(),
             self.fallbacks,
             self.resume_cell(),
+            metered,
         )
     }
 }
@@ -288,8 +325,8 @@ pub fn fault_table(rows: &[Row], order: &[&str]) -> String {
         )
     });
     let mut out = String::from(
-        "| fault | fault window (s) | events acked | deliveries | lost | duplicates caught by the intake / stored | answers to the provider | p99 ms at the edge before / during (added) | p99 ms at the edge during, less the worker's wait for a CPU | p99 ms end to end during | fleet.timeout_ms | breaker | degraded | fall-backs | after the heal (ms): last fall-back; breaker closed for good |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| fault | fault window (s) | events acked | deliveries | lost | duplicates caught by the intake / stored | answers to the provider | p99 ms at the edge before / during (added) | p99 ms at the edge during, less the worker's wait for a CPU | p99 ms end to end during | fleet.timeout_ms | breaker | degraded | fall-backs | after the heal (ms): last fall-back; breaker closed for good | admitted during the fault / the fleet quota for that window |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for row in sorted {
         out.push_str(&row.markdown());
@@ -460,6 +497,29 @@ mod tests {
             late(5000, None),
             None,
             "no bound for a fault that heals slowly"
+        );
+    }
+
+    #[test]
+    fn the_metered_tenant_must_stay_within_its_fleet_quota_for_the_window() {
+        let within = row(serde_json::json!({"metered_admitted": 112, "metered_quota": 100}));
+        assert_eq!(within.broken_promise(), None);
+        // Two edges each answering alone with the whole quota: about twice.
+        let twice = row(serde_json::json!({"metered_admitted": 190, "metered_quota": 100}));
+        let broken = twice.broken_promise().expect("over the quota");
+        assert!(
+            broken.contains("190 hooks of the metered tenant"),
+            "{broken}"
+        );
+        assert!(
+            twice.markdown().ends_with("| 190 / 100 (live edges -) |"),
+            "{}",
+            twice.markdown()
+        );
+        assert_eq!(
+            row(serde_json::json!({})).broken_promise(),
+            None,
+            "an older row"
         );
     }
 
