@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
-VERSION=27.0.0
+VERSION=27.1.0
 if ! cargo mutants --version 2>/dev/null | grep -q "$VERSION"; then
   echo "[mutants] cargo install --locked cargo-mutants@$VERSION"
   cargo install -q --locked "cargo-mutants@$VERSION"

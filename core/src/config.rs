@@ -11,10 +11,10 @@ mod read;
 use crate::event_key::DedupeRule;
 use crate::gcra::Quota;
 use crate::limits::{self, Bound};
+use crate::limits::{is_valid_name, MAX_SETTLE_OPS};
 use crate::ratelimit_headers::HeadersMode;
 use crate::shadow::Shadow;
 use crate::verify::VerifyRule;
-use crate::wire::{self, MAX_SETTLE_OPS};
 use std::collections::BTreeMap;
 
 /// Longest source id or tenant name (bytes): the wire's name bound.
@@ -289,12 +289,12 @@ impl Config {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(node) = &self.node {
-            if !wire::is_valid_name(node) {
+            if !is_valid_name(node) {
                 return Err(ConfigError::new(
                     "node",
                     format!(
                         "{node:?} is not 1 to {} characters of [A-Za-z0-9_.-]",
-                        wire::MAX_NAME_LEN
+                        limits::MAX_NAME_LEN
                     ),
                 ));
             }

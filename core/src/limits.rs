@@ -96,6 +96,16 @@ pub fn is_valid_id(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// A node name: 1..=64 bytes of `[A-Za-z0-9_.-]` (an Envoy node id may hold
+/// dots). Tenants and sources follow [`is_valid_id`] (no dots).
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
 /// What [`is_valid_id`] asks for, to end an error message with.
 pub const ID_CHARS: &str = "characters of [A-Za-z0-9_-]";
 

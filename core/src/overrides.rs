@@ -40,27 +40,7 @@ pub struct OverrideRequest {
     pub ttl_ms: Option<u64>,
 }
 
-/// An override as stored and as carried in hit answers and listings.
-#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-pub struct Override {
-    pub tenant: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub burst: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes_rate: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes_burst: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shadow: Option<Shadow>,
-    /// Unix ms after which the override is no longer in force; None: never.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at_ms: Option<u64>,
-    /// Unix ms at which the store accepted it: changes with every PUT, so an
-    /// edge compares versions rather than contents.
-    pub version: u64,
-}
+pub use crate::wire::Override;
 
 /// A list of overrides, as the node keeps it in shared data.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug, Default)]

@@ -7,6 +7,7 @@
 //! every request with `validate` before it touches Redis.
 
 use crate::limits::{self, Bound};
+use crate::shadow::Shadow;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -14,7 +15,9 @@ use std::fmt;
 pub const BUDGET_HEADER: &str = "x-ankusa-budget-ms";
 
 /// The wire's length and count bounds, from [`crate::limits`].
-pub use crate::limits::{MAX_HOOK_ID_LEN, MAX_KEY_LEN, MAX_NAME_LEN, MAX_SETTLE_OPS};
+pub use crate::limits::{
+    is_valid_name, MAX_HOOK_ID_LEN, MAX_KEY_LEN, MAX_NAME_LEN, MAX_SETTLE_OPS,
+};
 
 /// Which bucket of a tenant a charge draws on.
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -80,6 +83,28 @@ pub struct HitRequest {
     pub node: Option<String>,
 }
 
+/// An override as stored and as carried in hit answers and listings.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+pub struct Override {
+    pub tenant: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_rate: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_burst: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<Shadow>,
+    /// Unix ms after which the override is no longer in force; None: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<u64>,
+    /// Unix ms at which the store accepted it: changes with every PUT, so an
+    /// edge compares versions rather than contents.
+    pub version: u64,
+}
+
 /// The store's answer to a hit.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
 #[serde(tag = "result", rename_all = "snake_case")]
@@ -103,7 +128,7 @@ pub struct HitReply {
     #[serde(flatten)]
     pub answer: HitAnswer,
     #[serde(default, rename = "override", skip_serializing_if = "Option::is_none")]
-    pub in_force: Option<crate::overrides::Override>,
+    pub in_force: Option<Override>,
     /// On an admit: each charged bucket's level after the charge (millionths
     /// of a unit, at the store's clock), in charge order; what the edge's
     /// RateLimit headers tell the sender.
@@ -180,16 +205,6 @@ fn invalid(field: impl Into<String>, problem: impl Into<String>) -> WireError {
     }
 }
 
-/// A node name: 1..=64 bytes of `[A-Za-z0-9_.-]` (an Envoy node id may hold
-/// dots). Tenants and sources follow [`limits::is_valid_id`] (no dots).
-pub fn is_valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-}
-
 fn check_name(field: &str, value: &str) -> Result<(), WireError> {
     if is_valid_name(value) {
         Ok(())
@@ -236,12 +251,22 @@ impl Charge {
     }
 }
 
+/// The source id of every body claim of the replay guard (see
+/// `verify::replay`): its `.` is one no configured source id may hold, so no
+/// event key of any source can name a body claim.
+pub const BODY_CLAIM_SOURCE: &str = "replay.body";
+
 impl Claim {
+    /// Whether this is a body claim (the replay guard's), not an event key's.
+    pub fn is_body_claim(&self) -> bool {
+        self.source_id == BODY_CLAIM_SOURCE
+    }
+
     pub fn validate(&self, field: &str) -> Result<(), WireError> {
         check_id(&format!("{field}.tenant"), &self.tenant)?;
         // A configured source's id, or the body claims' own namespace, whose
-        // `.` no source id may hold (see [`crate::verify::replay`]).
-        if self.source_id != crate::verify::replay::CLAIM_SOURCE {
+        // `.` no source id may hold (see [`BODY_CLAIM_SOURCE`]).
+        if !self.is_body_claim() {
             check_id(&format!("{field}.source_id"), &self.source_id)?;
         }
         check_name(&format!("{field}.node"), &self.node)?;
@@ -308,13 +333,12 @@ impl HitRequest {
         let tenant = self.tenant().unwrap_or_default();
         if let Some(replay) = &self.replay {
             replay.validate("replay")?;
-            if !crate::verify::replay::is_body_claim(replay) {
+            if !replay.is_body_claim() {
                 return Err(invalid(
                     "replay.source_id",
                     format!(
                         "{:?} is not {:?}: a replay claim is a body claim",
-                        replay.source_id,
-                        crate::verify::replay::CLAIM_SOURCE
+                        replay.source_id, BODY_CLAIM_SOURCE
                     ),
                 ));
             }
@@ -400,7 +424,7 @@ mod tests {
         };
         let text = serde_json::to_string(&plain).unwrap();
         assert_eq!(text, r#"{"result":"rate_limited","retry_after_ms":5}"#);
-        let o = crate::overrides::Override {
+        let o = Override {
             tenant: "acme".into(),
             rate: Some(1),
             burst: Some(2),

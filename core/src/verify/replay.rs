@@ -17,8 +17,9 @@ use super::encoding::to_hex;
 use crate::wire::Claim;
 use sha2::{Digest, Sha256};
 
-/// The claim source id of every body claim.
-pub const CLAIM_SOURCE: &str = "replay.body";
+/// The claim source id of every body claim (a wire rule: see
+/// [`crate::wire::BODY_CLAIM_SOURCE`]).
+pub use crate::wire::BODY_CLAIM_SOURCE as CLAIM_SOURCE;
 
 /// The body claim's key for a delivery of `source_id` with `body`.
 pub fn body_key(source_id: &str, body: &[u8]) -> String {
@@ -27,7 +28,7 @@ pub fn body_key(source_id: &str, body: &[u8]) -> String {
 
 /// Whether `claim` is a body claim (not an event key's).
 pub fn is_body_claim(claim: &Claim) -> bool {
-    claim.source_id == CLAIM_SOURCE
+    claim.is_body_claim()
 }
 
 #[cfg(test)]
