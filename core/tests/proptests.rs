@@ -3,30 +3,14 @@
 //! 10⁹ per second, bodies 1 to `burst`.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod quotas;
+
 use ankusa_core::cas::{ensure_keys, MapStore};
 use ankusa_core::gcra::{self, Quota, Verdict};
 use ankusa_core::node_buckets::{NodeBuckets, NodeVerdict};
-use ankusa_core::wire::{Charge, ChargeKind};
+use ankusa_core::wire::ChargeKind;
 use proptest::prelude::*;
-
-const START: u64 = 1_796_000_000_000_000;
-
-fn charge(kind: ChargeKind, q: Quota, units: u64) -> Charge {
-    Charge {
-        kind,
-        tenant: String::new(),
-        units,
-        rate: q.rate,
-        burst: q.burst,
-    }
-}
-
-/// A quota anywhere in the core's limits, often small, sometimes at the top.
-fn quota() -> impl Strategy<Value = Quota> {
-    let rate = prop_oneof![1u64..1_000, 1u64..=1_000_000_000, Just(1_000_000_000)];
-    let burst = prop_oneof![1u64..100, 1u64..10_000_000, Just(1u64 << 32)];
-    (rate, burst).prop_map(|(rate, burst)| Quota { rate, burst })
-}
+use quotas::{charge, quota, START};
 
 /// A quota and a body size in 1..=burst.
 fn quota_and_body() -> impl Strategy<Value = (Quota, u64)> {

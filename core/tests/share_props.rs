@@ -6,6 +6,8 @@
 //! headers of a shared answer say `r ≥ 1` exactly when the next hook passes.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod quotas;
+
 use ankusa_core::cas::{ensure_keys, MapStore};
 use ankusa_core::config::Limits;
 use ankusa_core::gcra::{self, Bucket, Quota, Verdict, MICRO};
@@ -13,26 +15,9 @@ use ankusa_core::hook::rate_headers::node_share;
 use ankusa_core::node_buckets::{NodeBuckets, NodeVerdict};
 use ankusa_core::ratelimit_headers::HeadersMode;
 use ankusa_core::share::Share;
-use ankusa_core::wire::{Charge, ChargeKind};
+use ankusa_core::wire::ChargeKind;
 use proptest::prelude::*;
-
-const START: u64 = 1_796_000_000_000_000;
-
-fn charge(kind: ChargeKind, q: Quota, units: u64) -> Charge {
-    Charge {
-        kind,
-        tenant: String::new(),
-        units,
-        rate: q.rate,
-        burst: q.burst,
-    }
-}
-
-fn quota() -> impl Strategy<Value = Quota> {
-    let rate = prop_oneof![1u64..1_000, 1u64..=1_000_000_000, Just(1_000_000_000)];
-    let burst = prop_oneof![1u64..100, 1u64..10_000_000, Just(1u64 << 32)];
-    (rate, burst).prop_map(|(rate, burst)| Quota { rate, burst })
-}
+use quotas::{charge, quota, START};
 
 /// A share and its exact fraction (num, den): one of 1..=1000 live edges,
 /// or a pinned share in parts per million (what `fleet.degraded_share` takes).

@@ -309,30 +309,14 @@ impl Hook {
         claim: Option<Claim>,
         now: u64,
     ) -> Step {
-        self.answer_node_as(
-            env,
-            charges,
-            claim,
-            now,
-            Metric::Admission(Outcome::Admitted),
-        )
+        let admitted = Metric::Admission(Outcome::Admitted);
+        self.answer_node_share(env, charges, claim, now, admitted, Share::WHOLE)
     }
 
-    /// [`Hook::answer_node`], counting a forwarded hook as `counted`.
-    fn answer_node_as<S: CasStore>(
-        &mut self,
-        env: &Env<'_, S>,
-        charges: &[Charge],
-        claim: Option<Claim>,
-        now: u64,
-        counted: Metric,
-    ) -> Step {
-        self.answer_node_share(env, charges, claim, now, counted, Share::WHOLE)
-    }
-
-    /// [`Hook::answer_node_as`] spending from `share` of each quota (a fleet
-    /// quota answered node-local, see [`crate::share`]): the verdict, the
-    /// wait and the RateLimit headers all follow the share.
+    /// [`Hook::answer_node`], counting a forwarded hook as `counted` and
+    /// spending from `share` of each quota (a fleet quota answered
+    /// node-local, see [`crate::share`]): the verdict, the wait and the
+    /// RateLimit headers all follow the share.
     fn answer_node_share<S: CasStore>(
         &mut self,
         env: &Env<'_, S>,
@@ -718,12 +702,13 @@ impl Hook {
         if let Some((_, outcome)) = shadowed.filter(|(r, _)| self.shadows(env, *r, now)) {
             // A forwarded duplicate still spends the node charges it would
             // have spent as a new hook (node rate, fleet dedupe).
-            return self.answer_node_as(
+            return self.answer_node_share(
                 env,
                 &call.plan.node_after_ok,
                 None,
                 now,
                 Metric::Shadowed(outcome),
+                Share::WHOLE,
             );
         }
         match answer {
