@@ -85,7 +85,7 @@ struct Fleet {
 fn fleet() -> Fleet {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
-    let intake = Intake::start();
+    let intake = Intake::start_obeying();
     let edge = |name: &str| {
         let mut spec = EdgeSpec::new(
             &format!("{name}-{}", free_port()),

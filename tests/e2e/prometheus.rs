@@ -163,6 +163,7 @@ fn a_real_prometheus_sees_admissions_then_degraded_when_the_store_stops_and_the_
             "AnkusaBreakerOpen",
             "AnkusaHigh409Rate",
             "AnkusaLimiterDegraded",
+            "AnkusaOverridesLeftOut",
             "AnkusaRedisDown",
             "AnkusaSettleDropped",
             "AnkusaStoreDown"
