@@ -61,8 +61,11 @@ async fn run(db: Db) {
     edges_seen(&http, &two, "edge-b").await;
     until_count(&http, &two, &["edge-b"], 2).await;
     until_count(&http, &one, &["edge-a"], 2).await;
+    // Scored by when each replica last wrote it: either may come first.
     let members = db.cli(&["ZRANGE", edges::KEY, "0", "-1"]);
-    assert_eq!(members.lines().collect::<Vec<_>>(), ["edge-a", "edge-b"]);
+    let mut members: Vec<&str> = members.lines().collect();
+    members.sort_unstable();
+    assert_eq!(members, ["edge-a", "edge-b"]);
     let pttl = db.pttl(edges::KEY);
     assert!(pttl > 0 && pttl <= TTL_MS as i64, "PTTL {pttl}");
     // A score is Redis's clock in ms.
