@@ -31,7 +31,10 @@ files=(
   core/src/event_key.rs
   core/src/hook/admit.rs
   core/src/hook/settle.rs
+  'core/src/hook/settle/*.rs'
+  core/src/hook/machine/upstream.rs
   core/src/wire.rs
+  'core/src/wire/*.rs'
   core/src/wire_batch.rs
 )
 [[ -f core/src/share.rs ]] && files+=(core/src/share.rs)

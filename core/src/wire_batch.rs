@@ -10,7 +10,7 @@ use crate::wire::{ErrorBody, HitReply, HitRequest, SettleOp, SettleRequest, Wire
 use serde::{Deserialize, Serialize};
 
 /// The store path of a batch of hits.
-pub const HITS_PATH: &str = "/v1/hits";
+pub use crate::wire::HITS_PATH;
 
 /// Most hits in one `/v1/hits` call; more is refused (400) as a whole.
 pub const MAX_HITS_PER_CALL: usize = 256;

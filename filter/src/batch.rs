@@ -17,11 +17,10 @@
 //! machine, performs the effects there, and resumes it. The machine stays
 //! parked until the hook's context takes it back on its next callback.
 
-use crate::shared::now_us;
+use crate::host::Host;
 use ankusa_core::hook::batch::{Batcher, Submitted, Waiting};
 use ankusa_core::hook::machine;
 use ankusa_core::hook::settle::Queued;
-use proxy_wasm::hostcalls;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -48,58 +47,69 @@ thread_local! {
     static STATE: RefCell<State> = RefCell::new(State::default());
 }
 
-/// Registers this worker's wake queue (a name no other worker uses).
-/// Without one, every hook sends its own call as before.
-pub fn init(random: [u8; 10]) {
-    let name = hex::encode(random);
-    let queue = hostcalls::register_shared_queue(&format!("ankusa.hits.{name}")).ok();
+/// Turns batching on with `queue`, this worker's wake queue (a name no
+/// other worker uses; see [`crate::root`]). Without one, every hook sends
+/// its own call.
+pub fn init(queue: Option<u32>) {
     STATE.with(|s| s.borrow_mut().wake = queue);
 }
 
+/// Whether `queue` is this worker's wake queue; if so the wake is taken.
+pub fn woken(queue: u32) -> bool {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let ours = s.wake == Some(queue);
+        if ours {
+            s.wake_pending = false;
+        }
+        ours
+    })
+}
+
 /// A hook (context `id`) wants to send `body` within `timeout_ms`.
-pub fn submit(id: u32, body: &[u8], timeout_ms: u64) -> Submitted {
-    let submitted = STATE.with(|s| {
+pub fn submit<H: Host>(host: &H, id: u32, body: &[u8], timeout_ms: u64) -> Submitted {
+    let now_us = host.now_us();
+    let (submitted, wakes) = STATE.with(|s| {
         let mut s = s.borrow_mut();
         if s.wake.is_none() {
-            return Submitted::SendNow;
+            return (Submitted::SendNow, false);
         }
-        s.batcher.submit(Waiting {
+        let submitted = s.batcher.submit(Waiting {
             id,
             body: body.to_vec(),
-            arrived_us: now_us(),
+            arrived_us: now_us,
             budget_ms: timeout_ms,
-        })
+        });
+        (
+            submitted,
+            submitted.wakes_root(s.batcher.in_flight(), s.wake_pending),
+        )
     });
-    // A full queue leaves now; so does a queue with no call in flight to
-    // wait for (a wake that could not be queued earlier).
-    let idle = STATE.with(|s| {
-        let s = s.borrow();
-        s.batcher.in_flight() == 0 && !s.wake_pending
-    });
-    if submitted == Submitted::QueuedFlush || (submitted == Submitted::Queued && idle) {
-        wake();
+    if wakes {
+        wake(host);
     }
     submitted
 }
 
 /// A hook's own call was answered, refused, or will never be answered.
-pub fn own_call_done() {
-    let waiting = STATE.with(|s| s.borrow_mut().batcher.done(now_us()));
+pub fn own_call_done<H: Host>(host: &H) {
+    let waiting = STATE.with(|s| s.borrow_mut().batcher.done(host.now_us()));
     if waiting {
-        wake();
+        wake(host);
     }
 }
 
-fn wake() {
-    STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        if s.wake_pending {
-            return;
-        }
-        if let Some(queue) = s.wake {
-            s.wake_pending = hostcalls::enqueue_shared_queue(queue, Some(b"w")).is_ok();
-        }
+/// Wakes the root (once until it runs): a hook's own callback can't act as
+/// the root, so it queues a wake the root reads one event-loop turn later.
+fn wake<H: Host>(host: &H) {
+    let queue = STATE.with(|s| {
+        let s = s.borrow();
+        s.wake.filter(|_| !s.wake_pending)
     });
+    if let Some(queue) = queue {
+        let queued = host.wake_root(queue);
+        STATE.with(|s| s.borrow_mut().wake_pending = queued);
+    }
 }
 
 /// Parks a waiting hook's machine.

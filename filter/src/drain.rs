@@ -10,6 +10,7 @@ use crate::shared::now_us;
 use ankusa_core::cas::read_u64;
 use ankusa_core::edge_keys::DEPTH_KEY;
 use ankusa_core::hook::settle::{after_failure, answered_ok, drain_due, request_body, Queued};
+use ankusa_core::wire::SETTLE_PATH;
 use std::collections::HashMap;
 
 /// A settle batch may take longer than one hit: it carries up to
@@ -34,7 +35,7 @@ impl Drainer {
     }
 
     fn drain(&mut self, rt: &Runtime) {
-        let fleet = &rt.config.fleet;
+        let fleet = &rt.config().fleet;
         let Some(queue_id) = rt.queue_id else { return };
         let in_flight = self
             .inflight
@@ -56,7 +57,7 @@ impl Drainer {
         }
         rt.metrics.settle_depth(read_u64(&HOST, DEPTH_KEY).0);
         let body = request_body(&batch);
-        match call(rt, "/v1/settle", &body) {
+        match call(rt, SETTLE_PATH, &body) {
             Some(token) => {
                 self.inflight.insert(token, Background::Settle(batch));
             }
@@ -82,7 +83,7 @@ impl Drainer {
 }
 
 fn call(rt: &Runtime, path: &str, body: &[u8]) -> Option<u32> {
-    call_store(&rt.config.fleet, path, body, BACKGROUND_TIMEOUT_MS).ok()
+    call_store(&rt.config().fleet, path, body, BACKGROUND_TIMEOUT_MS).ok()
 }
 
 /// A batch's fate: counted, and on failure queued again or dropped.
@@ -91,7 +92,7 @@ pub(crate) fn settled(rt: &Runtime, batch: Vec<Queued>, ok: bool) {
     if ok {
         return;
     }
-    let (again, dropped) = after_failure(batch, rt.config.fleet.settle_retries);
+    let (again, dropped) = after_failure(batch, rt.config().fleet.settle_retries);
     rt.metrics.settle_dropped(dropped);
     for item in again {
         rt.settle(item);

@@ -8,33 +8,26 @@
 use crate::headers;
 use crate::runtime::{call_store, Runtime, HOST};
 use crate::shared::{now_us, HostStore};
-use ankusa_core::breaker::SeenClosed;
 use ankusa_core::cas::CasStore;
-use ankusa_core::config::Config;
-use ankusa_core::edges::EdgesSeen;
-use ankusa_core::hook::batch::Submitted;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{self, Effect, Env, Flow, Level, Metric, Step};
 use ankusa_core::hook::reply::LocalReply;
 use ankusa_core::hook::settle::Queued;
+use ankusa_core::hook::worker::Worker;
 use ankusa_core::hook_id::RANDOM_BYTES;
-use ankusa_core::verify::Keys;
+use ankusa_core::wire::HIT_PATH;
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{BufferType, MapType};
 use std::rc::Rc;
 
 pub trait Host {
     type Store: CasStore;
-    fn config(&self) -> &Config;
-    fn keys(&self) -> &Keys;
+    /// The configuration, keys and worker state every hook reads.
+    fn worker(&self) -> &Worker;
     /// This edge's name in claims.
     fn node(&self) -> &str;
     /// The node's shared data.
     fn store(&self) -> &Self::Store;
-    /// When this worker last read the fleet breaker closed.
-    fn seen_closed(&self) -> &SeenClosed;
-    /// This worker's copy of the node's live edge count.
-    fn edges_seen(&self) -> &EdgesSeen;
     /// µs since the unix epoch.
     fn now_us(&self) -> u64;
     /// The random bytes of the next hook id (`now_us`: the hook's clock, for
@@ -51,13 +44,9 @@ pub trait Host {
     fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>);
     /// POSTs to the store; false when the host refuses the call at once.
     fn dispatch(&self, path: &str, body: &[u8], timeout_ms: u64) -> bool;
-    /// Hook `id` wants to send its hit `body`: now, on its own, or with the
-    /// next call of its worker (see [`crate::batch`]). By default, now.
-    fn submit_hit(&self, _id: u32, _body: &[u8], _timeout_ms: u64) -> Submitted {
-        Submitted::SendNow
-    }
-    /// A hit call the hook sent on its own was answered or will never be.
-    fn hit_done(&self) {}
+    /// Wakes this worker's root through its wake `queue` (see
+    /// [`crate::batch`]); false when the wake could not be queued.
+    fn wake_root(&self, queue: u32) -> bool;
     fn reply(&self, reply: &LocalReply);
     /// A reply with no configured host behind it (the filter has no configuration).
     fn reply_unconfigured(reply: &LocalReply)
@@ -74,14 +63,7 @@ pub trait Host {
     where
         Self: Sized,
     {
-        Env {
-            config: self.config(),
-            keys: self.keys(),
-            node: self.node(),
-            store: self.store(),
-            seen_closed: self.seen_closed(),
-            edges: self.edges_seen(),
-        }
+        self.worker().env(self.node(), self.store())
     }
 }
 
@@ -92,19 +74,15 @@ pub fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Fl
             Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
             Effect::ResponseHeader(name, value) => host.set_response_header(name, &value),
             Effect::Reply(reply) => host.reply(&reply),
-            Effect::CallStore {
-                path,
-                body,
-                timeout_ms,
-            } => {
-                if !host.dispatch(path, &body, timeout_ms) {
-                    let next = machine.on_dispatch_failed(&host.env(), host.now_us());
-                    return perform(host, machine, next);
-                }
-            }
             Effect::Settle(item) => host.settle(item),
             Effect::Metric(metric) => host.metric(metric),
             Effect::Log(level, line) => host.log(level, &line),
+        }
+    }
+    if let Some(hit) = step.hit {
+        if !host.dispatch(HIT_PATH, &hit.body, hit.timeout_ms) {
+            let next = machine.on_dispatch_failed(&host.env(), host.now_us());
+            return perform(host, machine, next);
         }
     }
     step.flow
@@ -116,12 +94,8 @@ pub struct ProxyHost(pub Rc<Runtime>);
 impl Host for ProxyHost {
     type Store = HostStore;
 
-    fn config(&self) -> &Config {
-        &self.0.config
-    }
-
-    fn keys(&self) -> &Keys {
-        &self.0.keys
+    fn worker(&self) -> &Worker {
+        &self.0.worker
     }
 
     fn node(&self) -> &str {
@@ -130,14 +104,6 @@ impl Host for ProxyHost {
 
     fn store(&self) -> &HostStore {
         &HOST
-    }
-
-    fn seen_closed(&self) -> &SeenClosed {
-        &self.0.seen_closed
-    }
-
-    fn edges_seen(&self) -> &EdgesSeen {
-        &self.0.edges_seen
     }
 
     fn now_us(&self) -> u64 {
@@ -187,15 +153,11 @@ impl Host for ProxyHost {
     }
 
     fn dispatch(&self, path: &str, body: &[u8], timeout_ms: u64) -> bool {
-        call_store(&self.0.config.fleet, path, body, timeout_ms).is_ok()
+        call_store(&self.0.config().fleet, path, body, timeout_ms).is_ok()
     }
 
-    fn submit_hit(&self, id: u32, body: &[u8], timeout_ms: u64) -> Submitted {
-        crate::batch::submit(id, body, timeout_ms)
-    }
-
-    fn hit_done(&self) {
-        crate::batch::own_call_done();
+    fn wake_root(&self, queue: u32) -> bool {
+        hostcalls::enqueue_shared_queue(queue, Some(b"w")).is_ok()
     }
 
     fn reply(&self, reply: &LocalReply) {

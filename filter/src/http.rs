@@ -5,8 +5,8 @@
 use crate::batch;
 use crate::host::{perform, Host};
 use ankusa_core::hook::batch::Submitted;
+use ankusa_core::hook::machine::HOOK_ID;
 use ankusa_core::hook::machine::{self, Effect, Flow, Step};
-use ankusa_core::hook::machine::{HIT_PATH, HOOK_ID};
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;
 
@@ -31,16 +31,11 @@ impl Batching {
     /// one is in flight (see [`crate::batch`]): the machine is parked there,
     /// paused, until the root answers it.
     fn run<H: Host>(&mut self, host: &H, machine: &mut machine::Hook, mut step: Step) -> Flow {
-        if let Some(Effect::CallStore {
-            path: HIT_PATH,
-            body,
-            timeout_ms,
-        }) = step.effects.last()
-        {
-            match host.submit_hit(self.id, body, *timeout_ms) {
+        if let Some(hit) = &step.hit {
+            match batch::submit(host, self.id, &hit.body, hit.timeout_ms) {
                 Submitted::SendNow => self.own_call = true,
                 Submitted::Queued | Submitted::QueuedFlush => {
-                    step.effects.pop();
+                    step.hit = None;
                     let flow = perform(host, machine, step);
                     batch::park(self.id, std::mem::take(machine));
                     return flow;
@@ -58,7 +53,7 @@ impl Batching {
     /// This hook's own call is over (answered, refused, or never to be answered).
     fn call_done<H: Host>(&mut self, host: &H) {
         if std::mem::take(&mut self.own_call) {
-            host.hit_done();
+            batch::own_call_done(host);
         }
     }
 

@@ -3,18 +3,14 @@
 //! deltas, logs, resumes) and lets a test set the request, the body, the
 //! store's answer (or refuse the dispatch) and the upstream's answer.
 
+use crate::batch_call::Root;
 use crate::host::Host;
-use ankusa_core::breaker::SeenClosed;
-use ankusa_core::cas::{ensure_keys, MapStore};
-use ankusa_core::config::Config;
-use ankusa_core::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
-use ankusa_core::edges::EdgesSeen;
+use ankusa_core::cas::MapStore;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{Level, Metric};
 use ankusa_core::hook::reply::LocalReply;
 use ankusa_core::hook::settle::Queued;
-use ankusa_core::node_buckets::NodeBuckets;
-use ankusa_core::verify::Keys;
+use ankusa_core::hook::worker::Worker;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -31,11 +27,9 @@ pub struct StoreCall {
 }
 
 pub struct MockHost {
-    pub config: Config,
-    pub keys: Keys,
+    /// What the filter's runtime builds for the configuration.
+    pub worker: Worker,
     pub store: MapStore,
-    pub seen_closed: SeenClosed,
-    pub edges_seen: EdgesSeen,
     pub now_us: Cell<u64>,
     pub request: RefCell<Vec<(String, Vec<u8>)>>,
     pub body: RefCell<Vec<u8>>,
@@ -50,28 +44,28 @@ pub struct MockHost {
     pub metrics: RefCell<Vec<Metric>>,
     pub logs: RefCell<Vec<(Level, String)>>,
     pub resumed: Cell<u32>,
+    /// Wakes queued for the worker's root (their queue ids).
+    pub wakes: RefCell<Vec<u32>>,
+    /// The contexts the root entered to answer a parked hook, in order.
+    pub entered: RefCell<Vec<u32>>,
+    /// Settle operations that rode on a batched call, and whether the store applied them.
+    pub rode: RefCell<Vec<(Vec<Queued>, bool)>>,
     answer: RefCell<(Option<String>, Option<Vec<u8>>)>,
 }
 
 impl MockHost {
     /// A host with `config`, the signing secrets `env` names, and the node's shared data created.
     pub fn new(config: &str, env: &[(&str, &str)]) -> Rc<MockHost> {
-        let config = Config::parse(config.as_bytes()).unwrap();
-        let keys = Keys::resolve(&config, |name| {
+        let store = MapStore::new();
+        let secret = |name: &str| {
             env.iter()
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.to_string())
-        })
-        .unwrap();
-        let store = MapStore::new();
-        let buckets = NodeBuckets::new(&store, BUCKET_PREFIX, BUCKET_SLOTS);
-        ensure_keys(&store, buckets.keys().chain(FIXED.map(String::from)));
+        };
+        let worker = Worker::configure(config.as_bytes(), secret, &store).unwrap();
         Rc::new(MockHost {
-            config,
-            keys,
+            worker,
             store,
-            seen_closed: SeenClosed::default(),
-            edges_seen: EdgesSeen::default(),
             now_us: Cell::new(1_700_000_000_000_000),
             request: RefCell::default(),
             body: RefCell::default(),
@@ -85,6 +79,9 @@ impl MockHost {
             metrics: RefCell::default(),
             logs: RefCell::default(),
             resumed: Cell::new(0),
+            wakes: RefCell::default(),
+            entered: RefCell::default(),
+            rode: RefCell::default(),
             answer: RefCell::default(),
         })
     }
@@ -115,24 +112,12 @@ impl MockHost {
 impl Host for Rc<MockHost> {
     type Store = MapStore;
 
-    fn config(&self) -> &Config {
-        &self.config
-    }
-
-    fn keys(&self) -> &Keys {
-        &self.keys
+    fn worker(&self) -> &Worker {
+        &self.worker
     }
 
     fn node(&self) -> &str {
         "edge-1"
-    }
-
-    fn seen_closed(&self) -> &SeenClosed {
-        &self.seen_closed
-    }
-
-    fn edges_seen(&self) -> &EdgesSeen {
-        &self.edges_seen
     }
 
     fn store(&self) -> &MapStore {
@@ -209,7 +194,47 @@ impl Host for Rc<MockHost> {
         self.settles.borrow_mut().push(item);
     }
 
+    fn wake_root(&self, queue: u32) -> bool {
+        self.wakes.borrow_mut().push(queue);
+        true
+    }
+
     fn log(&self, level: Level, line: &str) {
         self.logs.borrow_mut().push((level, line.to_string()));
+    }
+}
+
+/// The root's side of batching over the same host: a batched call is
+/// recorded with the hooks' own calls (its token: its place among them).
+impl Root for Rc<MockHost> {
+    type Hook = Rc<MockHost>;
+
+    fn now_us(&self) -> u64 {
+        self.now_us.get()
+    }
+
+    fn send(&self, path: &str, body: &[u8], timeout_ms: u64) -> Option<u32> {
+        if !self.dispatch(path, body, timeout_ms) {
+            return None;
+        }
+        u32::try_from(self.calls.borrow().len()).ok()
+    }
+
+    fn riding_settles(&self) -> Vec<Queued> {
+        let max = self.worker.config.fleet.settle_batch_max;
+        self.worker.held.borrow_mut().take(max)
+    }
+
+    fn settled(&self, settles: Vec<Queued>, ok: bool) {
+        self.rode.borrow_mut().push((settles, ok));
+    }
+
+    fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>) {
+        Host::call_answer(self, body_size)
+    }
+
+    fn enter(&self, id: u32) -> Option<Rc<MockHost>> {
+        self.entered.borrow_mut().push(id);
+        Some(Rc::clone(self))
     }
 }

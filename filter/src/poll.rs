@@ -34,12 +34,12 @@ pub struct Poller {
 impl Poller {
     /// One tick: a poll leaves if this worker took the node's lease.
     pub fn tick(&mut self, rt: &Runtime) {
-        let fleet = &rt.config.fleet;
+        let fleet = &rt.config().fleet;
         let in_flight = self.inflight.is_some();
         if !poll_due(&HOST, in_flight, fleet.breaker, now_us() / 1_000) {
             return;
         }
-        let query = next_query(&HOST, &configured_tenants(&rt.config));
+        let query = next_query(&HOST, &configured_tenants(rt.config()));
         match get_store(fleet, &query.path(), fleet.timeout_ms) {
             Ok(token) => self.inflight = Some((token, query)),
             Err(status) => self.failed(
@@ -69,7 +69,13 @@ impl Poller {
             Err(e) => return self.failed(&rt.metrics, &e.to_string()),
         };
         let now_ms = now_us() / 1_000;
-        let applied = apply_page(&HOST, &asked, page, &configured_tenants(&rt.config), now_ms);
+        let applied = apply_page(
+            &HOST,
+            &asked,
+            page,
+            &configured_tenants(rt.config()),
+            now_ms,
+        );
         if applied.gap {
             log::info!(
                 "ankusa: the store can't list the override changes since version {}: \

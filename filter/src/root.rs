@@ -4,6 +4,7 @@
 //! log line naming the field) and sets the tick; `on_tick` drives the
 //! [`Drainer`] and the override [`Poller`]; every HTTP context gets a [`Hook`] over the runtime.
 
+use crate::batch_call::ProxyRoot;
 use crate::drain::Drainer;
 use crate::host::{Host, ProxyHost};
 use crate::http::Hook;
@@ -52,7 +53,7 @@ impl Context for Root {
         let Some(rt) = self.runtime.clone() else {
             return;
         };
-        if crate::batch_call::on_call_answer(&rt, token, body) {
+        if crate::batch_call::on_call_answer(&ProxyRoot(Rc::clone(&rt)), token, body) {
             return;
         }
         let poll = self.poller.owns(token);
@@ -72,17 +73,20 @@ impl RootContext for Root {
     fn on_configure(&mut self, _size: usize) -> bool {
         match Runtime::configure() {
             Ok(runtime) => {
-                let tick = tick_ms(runtime.config.fleet.settle_interval_ms);
+                let tick = tick_ms(runtime.config().fleet.settle_interval_ms);
                 let _ = hostcalls::set_tick_period(Duration::from_millis(tick));
                 // Settles made under the configuration before go to the
                 // node's queue; they are not lost with the old runtime.
                 if let Some(before) = &self.runtime {
                     before.spill();
                 }
-                if runtime.config.uses_store() {
-                    crate::batch::init(
-                        ProxyHost(Rc::clone(&runtime)).random(crate::shared::now_us()),
-                    );
+                if runtime.config().uses_store() {
+                    // A wake queue of this worker's own: a name no other
+                    // worker draws.
+                    let name =
+                        hex::encode(ProxyHost(Rc::clone(&runtime)).random(crate::shared::now_us()));
+                    let queue = hostcalls::register_shared_queue(&format!("ankusa.hits.{name}"));
+                    crate::batch::init(queue.ok());
                 }
                 self.runtime = Some(runtime);
                 true
@@ -98,10 +102,10 @@ impl RootContext for Root {
         let Some(rt) = self.runtime.clone() else {
             return;
         };
-        if rt.config.polls_overrides() {
+        if rt.config().polls_overrides() {
             self.poller.tick(&rt);
         }
-        if rt.config.uses_store() {
+        if rt.config().uses_store() {
             if rt.spill_due(crate::batch::busy(), crate::shared::now_us()) {
                 rt.spill();
             }
@@ -110,8 +114,12 @@ impl RootContext for Root {
     }
 
     fn on_queue_ready(&mut self, queue_id: u32) {
-        if let Some(rt) = self.runtime.clone() {
-            crate::batch_call::on_queue_ready(&rt, queue_id);
+        let Some(rt) = self.runtime.clone() else {
+            return;
+        };
+        if crate::batch::woken(queue_id) {
+            while let Ok(Some(_)) = hostcalls::dequeue_shared_queue(queue_id) {}
+            crate::batch_call::on_wake(&ProxyRoot(rt));
         }
     }
 

@@ -6,15 +6,12 @@
 use crate::metrics::Metrics;
 use crate::settle;
 use crate::shared::HostStore;
-use ankusa_core::breaker::SeenClosed;
-use ankusa_core::cas::ensure_keys;
 use ankusa_core::config::{Config, FleetConfig};
-use ankusa_core::edge_keys::{self, BUCKET_PREFIX, BUCKET_SLOTS};
-use ankusa_core::edges::{self, EdgesSeen};
+use ankusa_core::edge_keys;
+use ankusa_core::edges;
 use ankusa_core::hook::settle::{Enqueued, Queued};
+use ankusa_core::hook::worker::Worker;
 use ankusa_core::hook_id::{IdBits, RANDOM_BYTES};
-use ankusa_core::node_buckets::NodeBuckets;
-use ankusa_core::verify::Keys;
 use ankusa_core::{node_name, reload, token, wire};
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{BufferType, Status};
@@ -59,7 +56,8 @@ fn read_token(config: &Config) -> Result<(), String> {
 /// Everything a hook needs, built once per configuration and shared by the
 /// VM's HTTP contexts.
 pub struct Runtime {
-    pub config: Config,
+    /// The configuration, keys and worker state every hook reads.
+    pub worker: Worker,
     /// This edge's name in claims: the config's "node", else Envoy's node id,
     /// read on first use (Envoy's canary VM runs `on_configure` before the
     /// node properties are available).
@@ -67,19 +65,9 @@ pub struct Runtime {
     pub metrics: Metrics,
     /// The settle queue (None if Envoy refused to register it: settles are then dropped and counted).
     pub queue_id: Option<u32>,
-    /// Signing keys of the sources that verify their deliveries.
-    pub keys: Keys,
     /// The random bits of this VM's hook ids: one draw from the host's
     /// randomness per configuration, none per hook.
     ids: RefCell<IdBits>,
-    /// Settle operations this worker made, not yet on the node's queue, and
-    /// when the oldest was made (µs): they ride on this worker's next
-    /// batched hit call, or go to the queue (see [`Runtime::spill_due`]).
-    pending: RefCell<(Vec<Queued>, u64)>,
-    /// When this worker last read the fleet breaker closed.
-    pub seen_closed: SeenClosed,
-    /// This worker's copy of the node's live edge count.
-    pub edges_seen: EdgesSeen,
 }
 
 impl Runtime {
@@ -92,45 +80,37 @@ impl Runtime {
             .ok()
             .flatten()
             .unwrap_or_default();
-        let config = Config::parse(&bytes).map_err(|e| e.to_string())?;
-        read_token(&config)?;
-        let keys = Keys::resolve(&config, |name| std::env::var(name).ok())?;
+        let worker = Worker::configure(&bytes, |name| std::env::var(name).ok(), &HOST)?;
+        read_token(&worker.config)?;
         let metrics = Metrics::define();
-        let buckets = NodeBuckets::new(&HOST, BUCKET_PREFIX, BUCKET_SLOTS);
-        ensure_keys(
-            &HOST,
-            buckets
-                .keys()
-                .chain(edge_keys::FIXED.iter().map(|k| k.to_string())),
-        );
         let queue_id = hostcalls::register_shared_queue(edge_keys::SETTLE_QUEUE).ok();
         let runtime = Runtime {
-            config,
+            worker,
             node: OnceCell::new(),
             metrics,
             queue_id,
-            keys,
             ids: RefCell::new(IdBits::new(id_seed())),
-            pending: RefCell::new((Vec::new(), 0)),
-            seen_closed: SeenClosed::default(),
-            edges_seen: EdgesSeen::default(),
         };
-        if runtime.config.uses_store() {
+        if runtime.config().uses_store() {
             // The share in force before any answer: the count the node last
             // heard (kept across reloads), or the configuration's.
             let live = edges::heard(&HOST);
-            let share_ppm = edges::share_of(&runtime.config.fleet, live).ppm();
+            let share_ppm = edges::share_of(&runtime.config().fleet, live).ppm();
             runtime.metrics.edges(live, share_ppm);
         }
-        let changed = reload::note_limit_changes(&HOST, &runtime.config);
+        let changed = reload::note_limit_changes(&HOST, runtime.config());
         if !changed.is_empty() {
             log::info!("ankusa: limits changed for {changed:?}; their buckets were reset");
         }
         Ok(Rc::new(runtime))
     }
 
+    pub fn config(&self) -> &Config {
+        &self.worker.config
+    }
+
     pub fn node(&self) -> &str {
-        self.node.get_or_init(|| match &self.config.node {
+        self.node.get_or_init(|| match &self.worker.config.node {
             Some(node) => node.clone(),
             None => envoy_node_id(),
         })
@@ -141,45 +121,38 @@ impl Runtime {
         self.ids.borrow_mut().next_bits()
     }
 
-    /// Keeps a settle operation for this worker's next batched hit call,
-    /// which carries it without a trip through the node's queue; a batch's
-    /// worth goes to the queue at once.
+    /// Keeps a settle operation for this worker's next batched hit call;
+    /// a batch's worth goes to the node's queue at once.
     pub fn settle(&self, item: Queued) {
-        let full = {
-            let mut pending = self.pending.borrow_mut();
-            if pending.0.is_empty() {
-                pending.1 = crate::shared::now_us();
-            }
-            pending.0.push(item);
-            pending.0.len() >= self.config.fleet.settle_batch_max
-        };
+        let full = self.worker.held.borrow_mut().hold(
+            item,
+            crate::shared::now_us(),
+            self.worker.config.fleet.settle_batch_max,
+        );
         if full {
             self.spill();
         }
     }
 
     /// Up to `max` of this worker's settle operations, oldest first, to ride on a call.
-    pub fn take_pending(&self, max: usize) -> Vec<Queued> {
-        let mut pending = self.pending.borrow_mut();
-        let n = pending.0.len().min(max);
-        pending.0.drain(..n).collect()
+    pub fn take_held(&self, max: usize) -> Vec<Queued> {
+        self.worker.held.borrow_mut().take(max)
     }
 
-    /// Whether this worker's settle operations go to the node's queue now:
-    /// it has no hit call in flight or waiting to carry them (`busy`), or the
-    /// oldest has waited `settle_interval_ms` (hits that leave alone carry none).
+    /// Whether this worker's settle operations go to the node's queue now
+    /// (`busy`: a hit call of this worker is in flight or waiting).
     pub fn spill_due(&self, busy: bool, now_us: u64) -> bool {
-        let pending = self.pending.borrow();
-        !pending.0.is_empty()
-            && (!busy
-                || now_us.saturating_sub(pending.1)
-                    >= self.config.fleet.settle_interval_ms.saturating_mul(1_000))
+        self.worker.held.borrow().spill_due(
+            busy,
+            now_us,
+            self.worker.config.fleet.settle_interval_ms,
+        )
     }
 
     /// Moves this worker's settle operations to the node's queue, where any
     /// worker's tick drains them.
     pub fn spill(&self) {
-        let items = std::mem::take(&mut self.pending.borrow_mut().0);
+        let items = self.worker.held.borrow_mut().take_all();
         for item in items {
             self.enqueue(item);
         }
@@ -189,7 +162,9 @@ impl Runtime {
     /// and counts the drop.
     fn enqueue(&self, item: Queued) {
         let outcome = match self.queue_id {
-            Some(id) => settle::enqueue(&HOST, id, self.config.fleet.settle_queue_max, &item),
+            Some(id) => {
+                settle::enqueue(&HOST, id, self.worker.config.fleet.settle_queue_max, &item)
+            }
             None => Enqueued::Dropped,
         };
         match outcome {

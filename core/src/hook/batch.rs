@@ -22,11 +22,10 @@
 //! Each hook gets its own result back ([`split`]): its own answer, its own
 //! refusal, or the whole call's failure.
 
-use crate::hook::machine::HIT_PATH;
 use crate::hook::plan::{parse_reply, CallFailure};
 use crate::hook::settle::Queued;
-use crate::wire::{ErrorBody, HitReply, SettleOp};
-use crate::wire_batch::{HitResult, HitsAnswer, HITS_PATH, MAX_HITS_PER_CALL};
+use crate::wire::{ErrorBody, HitReply, SettleOp, HITS_PATH, HIT_PATH};
+use crate::wire_batch::{HitResult, HitsAnswer, MAX_HITS_PER_CALL};
 use std::collections::VecDeque;
 
 /// Most hooks in one call (the store takes up to [`MAX_HITS_PER_CALL`]).
@@ -60,6 +59,19 @@ pub enum Submitted {
     QueuedFlush,
 }
 
+impl Submitted {
+    /// Whether the worker's root must be woken to send the waiting hooks
+    /// now: the queue is full, or no call is in flight whose answer would
+    /// send them (`in_flight` calls) and no wake is queued already.
+    pub fn wakes_root(self, in_flight: usize, wake_queued: bool) -> bool {
+        match self {
+            Submitted::SendNow => false,
+            Submitted::QueuedFlush => true,
+            Submitted::Queued => in_flight == 0 && !wake_queued,
+        }
+    }
+}
+
 /// One store call carrying the hits of `members`, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outgoing {
@@ -67,6 +79,14 @@ pub struct Outgoing {
     pub path: &'static str,
     pub body: Vec<u8>,
     pub timeout_ms: u64,
+}
+
+impl Outgoing {
+    /// Whether settle operations may ride on this call: only a batch
+    /// (`/v1/hits`) carries them; a single hit's request has no room.
+    pub fn carries_settles(&self) -> bool {
+        self.path == HITS_PATH
+    }
 }
 
 /// What a flush does: hooks answered from the node (too little budget left), and the call.

@@ -7,9 +7,11 @@
 //! - [`plan`]: what a hook costs where, and what the store's answer or failure means.
 //! - [`rate_headers`]: the rate-limit headers of an answer, from the state that decided it.
 //! - [`reply`]: the local replies.
-//! - [`settle`]: promote or release a claim; the settle queue's bound, lease, drain gating and retries.
+//! - [`settle`]: promote or release a claim; the settle queue's bound, lease, drain gating and
+//!   retries; the settles a worker holds for its next batched call.
 //! - [`degraded`]: which limiters a fall-back degrades.
 //! - [`outcome`]: how a hook was answered, as the metrics count it.
+//! - [`worker`]: what every hook on a worker shares, built once per configuration.
 
 pub mod admit;
 pub mod batch;
@@ -21,3 +23,4 @@ pub mod plan;
 pub mod rate_headers;
 pub mod reply;
 pub mod settle;
+pub mod worker;

@@ -132,5 +132,7 @@ pub fn answered_ok(status: Option<&str>) -> bool {
     status.is_some_and(|s| s.starts_with('2'))
 }
 
+pub mod held;
+
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,7 @@
 //! answers `gap`, and the edge lists the whole again.
 
 use super::Override;
-use crate::wire::WireError;
+use crate::wire::{WireError, OVERRIDES_PATH};
 use serde::{Deserialize, Serialize};
 
 /// The most changes one page carries (and the default): about 60 KB of the
@@ -105,7 +105,7 @@ impl ListQuery {
 
     /// The path an edge asks.
     pub fn path(&self) -> String {
-        let mut path = format!("/v1/overrides?since={}&limit={}", self.since, self.limit);
+        let mut path = format!("{OVERRIDES_PATH}?since={}&limit={}", self.since, self.limit);
         if let Some(epoch) = &self.epoch {
             path.push_str("&epoch=");
             path.push_str(epoch);

@@ -284,7 +284,8 @@ mod breaker {
         }
 
         fn breaker(&self) -> BreakerState {
-            Breaker::new(&self.store, BREAKER_KEY, self.config.fleet.breaker).state(NOW + 2_000)
+            Breaker::new(&self.store, BREAKER_KEY, self.worker.config.fleet.breaker)
+                .state(NOW + 2_000)
         }
     }
 
@@ -340,4 +341,36 @@ mod breaker {
         }
         assert_eq!(w.breaker(), BreakerState::Open);
     }
+}
+
+#[test]
+fn the_root_is_woken_for_a_full_queue_or_when_no_call_would_send_the_waiting() {
+    // A hook sent at once wakes nothing: it leaves from its own context.
+    assert!(!Submitted::SendNow.wakes_root(0, false));
+    // A full queue leaves now, whatever is in flight or queued.
+    assert!(Submitted::QueuedFlush.wakes_root(1, false));
+    assert!(Submitted::QueuedFlush.wakes_root(1, true));
+    // A waiting hook with a call in flight leaves with that call's answer.
+    assert!(!Submitted::Queued.wakes_root(1, false));
+    // None in flight: only a wake sends it, unless one is queued already.
+    assert!(Submitted::Queued.wakes_root(0, false));
+    assert!(!Submitted::Queued.wakes_root(0, true));
+}
+
+#[test]
+fn only_a_batch_carries_settles() {
+    let mut b = Batcher::new();
+    let now = 1_000_000_000;
+    assert_eq!(b.submit(hook(1, now)), Submitted::SendNow);
+    assert_eq!(b.submit(hook(2, now)), Submitted::Queued);
+    b.done(now + 1_000);
+    let one = b.flush(now + 1_000).call.unwrap();
+    assert_eq!(one.path, HIT_PATH);
+    assert!(!one.carries_settles());
+    assert_eq!(b.submit(hook(3, now + 1_000)), Submitted::Queued);
+    assert_eq!(b.submit(hook(4, now + 1_000)), Submitted::Queued);
+    b.done(now + 2_000);
+    let two = b.flush(now + 2_000).call.unwrap();
+    assert_eq!(two.path, HITS_PATH);
+    assert!(two.carries_settles());
 }

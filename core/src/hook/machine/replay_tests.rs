@@ -5,6 +5,7 @@
 use super::world::World;
 use super::*;
 use crate::verify::{body_mac, replay, Encoding};
+use crate::wire::SettleOp;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -64,9 +65,9 @@ fn replies(step: &Step) -> Vec<(u32, String)> {
 }
 
 fn hit(step: &Step) -> crate::wire::HitRequest {
-    match step.effects.last() {
-        Some(Effect::CallStore { body, .. }) => serde_json::from_slice(body).unwrap(),
-        other => panic!("no store call: {other:?}"),
+    match &step.hit {
+        Some(hit) => serde_json::from_slice(&hit.body).unwrap(),
+        None => panic!("no store call: {:?}", step.effects),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::world::World;
 use super::*;
+use crate::wire::SettleOp;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -65,10 +66,10 @@ fn a_fleet_hook_calls_the_store_then_forwards_and_promotes_on_a_2xx() {
     let mut hook = Hook::new();
     let step = w.headers(&mut hook, &POST, true);
     assert_eq!(step.flow, Flow::Pause);
-    let Some(Effect::CallStore { path, body, .. }) = step.effects.last() else {
-        panic!("{:?}", step.effects)
+    let Some(HitCall { body, timeout_ms }) = &step.hit else {
+        panic!("no hit call: {:?}", step.effects)
     };
-    assert_eq!(*path, HIT_PATH);
+    assert_eq!(*timeout_ms, w.worker.config.fleet.timeout_ms);
     let request: crate::wire::HitRequest = serde_json::from_slice(body).unwrap();
     assert_eq!(request.claim.map(|c| c.key).as_deref(), Some(DELIVERY));
     let step = hook.on_store_answer(

@@ -127,10 +127,7 @@ fn the_stores_answer_outranks_the_nodes_list() {
     // (just deleted), so the node charges the configuration, not the list.
     let config = r#"{"sources":{"gh":{"tenant":"acme","dedupe":"github"}},
         "rate_limits":{"default":{"rate":1,"burst":100}},"dedupe":{"scope":"fleet"}}"#;
-    let w = World {
-        config: Config::parse(config.as_bytes()).unwrap(),
-        ..world("node")
-    };
+    let w = World::new(config, &[]);
     w.polled(LOWERED, NOW);
     let forwarded = (0..10)
         .filter(|i| {
@@ -165,10 +162,7 @@ fn a_body_over_an_overrides_bytes_burst_is_too_large_on_the_node() {
     let config = r#"{"sources":{"gh":{"tenant":"acme"}},
         "rate_limits":{"default":{"rate":1,"burst":100,"bytes_rate":1000,"bytes_burst":1000}},
         "fleet":{"timeout_ms":100}}"#;
-    let w = World {
-        config: Config::parse(config.as_bytes()).unwrap(),
-        ..world("node")
-    };
+    let w = World::new(config, &[]);
     w.polled(
         r#"[{"tenant":"acme","bytes_rate":1,"bytes_burst":4,"version":1}]"#,
         NOW,
@@ -209,10 +203,7 @@ fn a_body_over_an_overrides_bytes_burst_is_too_large_on_the_node() {
 fn an_edge_without_a_store_reads_no_list() {
     let config = r#"{"sources":{"gh":{"tenant":"acme"}},
         "rate_limits":{"default":{"rate":1,"burst":100}}}"#;
-    let w = World {
-        config: Config::parse(config.as_bytes()).unwrap(),
-        ..world("node")
-    };
+    let w = World::new(config, &[]);
     w.polled(LOWERED, NOW);
     assert_eq!(
         w.admitted(10, NOW),

@@ -66,12 +66,9 @@ fn counted(step: &Step) -> Vec<Outcome> {
 }
 
 fn calls(step: &Step) -> Vec<crate::wire::HitRequest> {
-    step.effects
+    step.hit
         .iter()
-        .filter_map(|e| match e {
-            Effect::CallStore { body, .. } => serde_json::from_slice(body).ok(),
-            _ => None,
-        })
+        .filter_map(|hit| serde_json::from_slice(&hit.body).ok())
         .collect()
 }
 

@@ -1,0 +1,70 @@
+//! What every hook on one worker shares, built once per configuration: the
+//! parsed configuration, the signing keys, the worker's view of the fleet
+//! breaker and of the live edge count, and the settle operations it holds.
+//!
+//! The filter's runtime wraps one (beside what only Envoy has: metrics,
+//! queues, the token, the node id), and so do the tests: the state machine's
+//! and the filter's mock host build exactly what the filter builds.
+
+use crate::breaker::SeenClosed;
+use crate::cas::{ensure_keys, CasStore};
+use crate::config::Config;
+use crate::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
+use crate::edges::EdgesSeen;
+use crate::hook::machine::Env;
+use crate::hook::settle::held::Held;
+use crate::node_buckets::NodeBuckets;
+use crate::verify::Keys;
+use std::cell::RefCell;
+
+pub struct Worker {
+    pub config: Config,
+    /// Signing keys of the sources that verify their deliveries.
+    pub keys: Keys,
+    /// When this worker last read the fleet breaker closed.
+    pub seen_closed: SeenClosed,
+    /// This worker's copy of the node's live edge count.
+    pub edges_seen: EdgesSeen,
+    /// Settle operations this worker made, not yet on the node's queue.
+    pub held: RefCell<Held>,
+}
+
+impl Worker {
+    /// Parses the plugin configuration `bytes` (refused with the field
+    /// named), resolves the signing secrets it names through `secret` (the
+    /// VM environment), and pre-creates every shared-data key in `store`: a
+    /// compare-and-swap on a key never written can't be checked.
+    pub fn configure<S: CasStore>(
+        bytes: &[u8],
+        secret: impl Fn(&str) -> Option<String>,
+        store: &S,
+    ) -> Result<Worker, String> {
+        let config = Config::parse(bytes).map_err(|e| e.to_string())?;
+        let keys = Keys::resolve(&config, secret)?;
+        let buckets = NodeBuckets::new(store, BUCKET_PREFIX, BUCKET_SLOTS);
+        ensure_keys(
+            store,
+            buckets.keys().chain(FIXED.iter().map(|k| k.to_string())),
+        );
+        Ok(Worker {
+            config,
+            keys,
+            seen_closed: SeenClosed::default(),
+            edges_seen: EdgesSeen::default(),
+            held: RefCell::default(),
+        })
+    }
+
+    /// What a hook's step reads: this worker, the edge's name in claims
+    /// (`node`) and the node's shared data (`store`).
+    pub fn env<'a, S: CasStore>(&'a self, node: &'a str, store: &'a S) -> Env<'a, S> {
+        Env {
+            config: &self.config,
+            keys: &self.keys,
+            node,
+            store,
+            seen_closed: &self.seen_closed,
+            edges: &self.edges_seen,
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! A worker's batched hits through the mock host: hooks that arrive while a
+//! call is in flight park, the root is woken and sends them as one call,
+//! and each hook gets its own share of the answer in its own context.
+
+use super::*;
+use crate::http::Hook;
+use crate::mock::MockHost;
+use ankusa_core::hook::machine::Metric;
+use ankusa_core::hook::outcome::Outcome;
+use ankusa_core::hook::settle::Queued;
+use ankusa_core::wire::{Claim, SettleOp, HITS_PATH, HIT_PATH};
+use proxy_wasm::traits::{Context, HttpContext};
+use proxy_wasm::types::Action;
+
+const FLEET: &str = r#"{"node":"edge-1",
+    "fleet":{"breaker_min_calls":1},
+    "sources":{"gh":{"tenant":"acme","dedupe":"github"}},
+    "rate_limits":{"scope":"fleet","default":{"rate":10,"burst":20}},
+    "dedupe":{"scope":"fleet"}}"#;
+
+const WAKE: u32 = 9;
+const OK: &str = r#"{"result":"ok"}"#;
+
+type TestHook = Hook<Rc<MockHost>>;
+
+/// A worker with batching on (its wake queue registered).
+fn worker() -> Rc<MockHost> {
+    worker_with(FLEET)
+}
+
+fn worker_with(config: &str) -> Rc<MockHost> {
+    let host = MockHost::new(config, &[]);
+    batch::init(Some(WAKE));
+    host
+}
+
+/// Hook `id` sends its headers (delivery `delivery`, a body to follow).
+fn arrive(host: &Rc<MockHost>, id: u32, delivery: &str) -> (TestHook, Action) {
+    host.request(
+        &[
+            (":path", "/webhooks/gh"),
+            (":method", "POST"),
+            ("content-length", "2"),
+            ("x-github-delivery", delivery),
+        ],
+        b"{}",
+    );
+    let mut hook = Hook::new(Some(Rc::clone(host))).in_context(id);
+    let action = hook.on_http_request_headers(5, false);
+    (hook, action)
+}
+
+fn admissions(host: &MockHost) -> Vec<Outcome> {
+    host.metrics
+        .borrow()
+        .iter()
+        .filter_map(|m| match m {
+            Metric::Admission(o) => Some(*o),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The root reads its wake queue.
+fn root_woken(host: &Rc<MockHost>) {
+    assert!(batch::woken(WAKE));
+    on_wake(host);
+}
+
+#[test]
+fn hooks_arriving_during_a_call_ride_the_next_one_and_each_gets_its_own_answer() {
+    let host = worker();
+    let (mut first, action) = arrive(&host, 1, "d-1");
+    assert!(matches!(action, Action::Pause));
+    assert_eq!(
+        host.calls.borrow().len(),
+        1,
+        "the first hook calls alone, at once"
+    );
+    assert_eq!(host.calls.borrow()[0].path, HIT_PATH);
+
+    let (mut second, action) = arrive(&host, 2, "d-2");
+    assert!(matches!(action, Action::Pause));
+    let (mut third, _) = arrive(&host, 3, "d-3");
+    assert_eq!(
+        host.calls.borrow().len(),
+        1,
+        "hooks behind a call in flight wait"
+    );
+    assert!(
+        host.wakes.borrow().is_empty(),
+        "the call in flight's answer sends them"
+    );
+
+    // The first call is answered: the first hook goes on, the root is woken.
+    host.answer(Some("200"), OK);
+    first.on_http_call_response(1, 0, OK.len(), 0);
+    assert_eq!(host.resumed.get(), 1);
+    assert_eq!(*host.wakes.borrow(), [WAKE]);
+
+    root_woken(&host);
+    let calls = host.calls.borrow().clone();
+    assert_eq!(calls.len(), 2, "the two waiting hooks leave as one call");
+    assert_eq!(calls[1].path, HITS_PATH);
+    let hits = calls[1].body["hits"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let keys: Vec<_> = hits.iter().map(|h| h["claim"]["key"].clone()).collect();
+    assert_eq!(keys, ["d-2", "d-3"], "in arrival order");
+
+    let answer = r#"{"results":[{"result":"ok"},{"result":"duplicate","hook_id":"h-0"}]}"#;
+    host.answer(Some("200"), answer);
+    assert!(on_call_answer(&host, 2, answer.len()));
+    assert_eq!(
+        *host.entered.borrow(),
+        [2, 3],
+        "each answered in its own context"
+    );
+    assert_eq!(host.resumed.get(), 2, "the second goes on");
+    assert_eq!(
+        admissions(&host),
+        [Outcome::Admitted, Outcome::Admitted, Outcome::Duplicate]
+    );
+    let replies = host.replies.borrow().clone();
+    assert_eq!(replies.len(), 0, "the duplicate waits for its body");
+    assert!(matches!(third.on_http_request_body(2, true), Action::Pause));
+    assert_eq!(host.replies.borrow().len(), 1);
+    assert!(host.replies.borrow()[0].body.contains("h-0"));
+
+    // The second takes its machine back and settles its own claim.
+    assert!(matches!(
+        second.on_http_request_body(2, true),
+        Action::Continue
+    ));
+    host.respond(&[(":status", "200")]);
+    second.on_http_response_headers(1, false);
+    second.on_log();
+    let settles = host.settles.borrow();
+    assert_eq!(settles.len(), 1);
+    assert!(matches!(&settles[0].op, SettleOp::Promote { claim, .. } if claim.key == "d-2"));
+}
+
+#[test]
+fn a_batch_the_host_refuses_answers_every_waiting_hook_from_the_node_once_counted() {
+    let host = worker_with(&FLEET.replace(
+        r#""breaker_min_calls":1"#,
+        r#""breaker_min_calls":3,"breaker_failure_rate":0.5"#,
+    ));
+    let (mut first, _) = arrive(&host, 1, "d-1");
+    let (_second, _) = arrive(&host, 2, "d-2");
+    let (_third, _) = arrive(&host, 3, "d-3");
+    host.answer(Some("200"), OK);
+    first.on_http_call_response(1, 0, OK.len(), 0);
+    host.refuse_dispatch.set(true);
+    root_woken(&host);
+    assert_eq!(host.calls.borrow().len(), 2, "the batch was tried");
+    assert_eq!(
+        host.resumed.get(),
+        3,
+        "both waiting hooks answered node-local and forwarded"
+    );
+    let fallbacks = host
+        .metrics
+        .borrow()
+        .iter()
+        .filter(|m| **m == Metric::Fallback)
+        .count();
+    assert_eq!(fallbacks, 2);
+    // The breaker counts calls: the refused batch is one failure, not two
+    // (counted twice, 2 failures in 3 calls would open it).
+    let breaker = ankusa_core::breaker::Breaker::new(
+        &host.store,
+        ankusa_core::edge_keys::BREAKER_KEY,
+        host.worker.config.fleet.breaker,
+    );
+    assert_eq!(
+        breaker.state(host.now_us.get()),
+        ankusa_core::breaker::BreakerState::Closed
+    );
+}
+
+#[test]
+fn a_hook_gone_while_its_batch_is_in_flight_is_not_answered_and_releases_its_claim() {
+    let host = worker();
+    let (mut first, _) = arrive(&host, 1, "d-1");
+    let (mut second, _) = arrive(&host, 2, "d-2");
+    host.answer(Some("200"), OK);
+    first.on_http_call_response(1, 0, OK.len(), 0);
+    root_woken(&host);
+    assert_eq!(host.calls.borrow().len(), 2);
+    // The sender goes away while the batch is in flight.
+    second.on_log();
+    assert!(
+        matches!(&host.settles.borrow()[..], [Queued { op: SettleOp::Release { claim }, .. }] if claim.key == "d-2"),
+        "{:?}",
+        host.settles.borrow()
+    );
+    host.answer(Some("200"), OK);
+    assert!(on_call_answer(&host, 2, OK.len()));
+    assert!(host.entered.borrow().is_empty(), "nobody to answer");
+    assert_eq!(host.resumed.get(), 1);
+}
+
+#[test]
+fn held_settles_ride_on_a_batch_and_are_reported_back() {
+    let host = worker();
+    let claim = Claim {
+        tenant: "acme".into(),
+        source_id: "gh".into(),
+        key: "old".into(),
+        hook_id: "h-old".into(),
+        node: "edge-1".into(),
+        ttl_ms: 60_000,
+        pending_ttl_ms: 5_000,
+    };
+    let op = Queued {
+        retries: 0,
+        op: SettleOp::Release { claim },
+    };
+    host.worker.held.borrow_mut().hold(op.clone(), 0, 100);
+    let (mut first, _) = arrive(&host, 1, "d-1");
+    let _second = arrive(&host, 2, "d-2");
+    let _third = arrive(&host, 3, "d-3");
+    host.answer(Some("200"), OK);
+    first.on_http_call_response(1, 0, OK.len(), 0);
+    root_woken(&host);
+    let batch = host.calls.borrow()[1].body.clone();
+    assert_eq!(batch["settle"].as_array().map(Vec::len), Some(1), "{batch}");
+    let answer = r#"{"results":[{"result":"ok"},{"result":"ok"}],"settled":1}"#;
+    host.answer(Some("200"), answer);
+    on_call_answer(&host, 2, answer.len());
+    assert_eq!(*host.rode.borrow(), [(vec![op], true)]);
+}
+
+#[test]
+fn a_single_waiting_hook_leaves_on_the_single_path_without_settles() {
+    let host = worker();
+    host.worker.held.borrow_mut().hold(
+        Queued {
+            retries: 0,
+            op: SettleOp::Release {
+                claim: Claim {
+                    tenant: "acme".into(),
+                    source_id: "gh".into(),
+                    key: "old".into(),
+                    hook_id: "h-old".into(),
+                    node: "edge-1".into(),
+                    ttl_ms: 60_000,
+                    pending_ttl_ms: 5_000,
+                },
+            },
+        },
+        0,
+        100,
+    );
+    let (mut first, _) = arrive(&host, 1, "d-1");
+    let _second = arrive(&host, 2, "d-2");
+    host.answer(Some("200"), OK);
+    first.on_http_call_response(1, 0, OK.len(), 0);
+    root_woken(&host);
+    let call = host.calls.borrow()[1].clone();
+    assert_eq!(call.path, HIT_PATH);
+    assert!(call.body.get("settle").is_none());
+    assert_eq!(host.worker.held.borrow().len(), 1, "still held for a batch");
+}
