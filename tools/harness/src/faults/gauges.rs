@@ -1,7 +1,7 @@
 //! The edges' gauges during a row, as the runner reads them from every
 //! edge's admin: breaker, degraded, fall-backs, dropped settles, live edges.
 
-use ankusa_testkit::envoy::find_metric;
+use ankusa_testkit::metrics::find_metric;
 use std::time::Duration;
 
 /// The edges' gauges and counters at one moment (summed or maxed over edges
