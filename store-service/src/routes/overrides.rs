@@ -77,7 +77,10 @@ pub async fn one(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
             count(shared, "override", "get");
             Ok(match found {
                 (_, Some(o)) => json(StatusCode::OK, &o),
-                (tenant, None) => not_set(&tenant),
+                (tenant, None) => {
+                    let none = StoreError::NoOverride { tenant };
+                    json(none.status(), &none.body())
+                }
             })
         }
         Method::DELETE => {
@@ -105,16 +108,6 @@ pub async fn one(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
             path: format!("/v1/overrides/{tenant}"),
         }),
     }
-}
-
-fn not_set(tenant: &str) -> Reply {
-    json(
-        StatusCode::NOT_FOUND,
-        &ankusa_core::wire::ErrorBody {
-            error: "no_override".into(),
-            message: format!("tenant {tenant:?} has no override in force"),
-        },
-    )
 }
 
 pub async fn list(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
