@@ -6,12 +6,15 @@
 //! config is refused at load with a sentence the operator can act on. Unknown
 //! keys are refused too: a misspelt key must not fall back to a default.
 
+mod fleet;
 mod read;
+mod validate;
+
+pub use fleet::{BreakerPolicy, FleetConfig};
 
 use crate::event_key::DedupeRule;
 use crate::gcra::Quota;
-use crate::limits::{self, Bound};
-use crate::limits::{is_valid_name, MAX_SETTLE_OPS};
+use crate::limits;
 use crate::ratelimit_headers::HeadersMode;
 use crate::shadow::Shadow;
 use crate::verify::VerifyRule;
@@ -136,138 +139,6 @@ pub struct DedupeConfig {
     pub scope: Scope,
 }
 
-/// How the filter talks to the store; used only when a scope is `fleet`.
-#[derive(Clone, PartialEq, Debug)]
-pub struct FleetConfig {
-    /// Envoy cluster of the store service.
-    pub cluster: String,
-    /// `:authority` of store calls.
-    pub authority: String,
-    /// Hard budget of one store call (ms), 1..=10 000.
-    pub timeout_ms: u64,
-    /// How long a claim may stay pending before it expires on its own (ms).
-    pub pending_ttl_ms: u64,
-    pub breaker: BreakerPolicy,
-    /// How often queued settle operations are drained (ms).
-    pub settle_interval_ms: u64,
-    /// Queued settle operations per node; one more is dropped and counted.
-    pub settle_queue_max: usize,
-    /// Operations per settle call, at most [`MAX_SETTLE_OPS`].
-    pub settle_batch_max: usize,
-    /// Further attempts of a failed settle batch before it is dropped.
-    pub settle_retries: u32,
-    /// The configuration has a `fleet` section: this edge has a store, so it
-    /// polls the fleet override list even when every scope is `node`.
-    pub declared: bool,
-    /// Edges assumed live until the store reports a count (see [`crate::share`]).
-    pub nodes: u64,
-    /// A pinned share of a fleet quota for node-local answers, in [0.001, 1].
-    pub degraded_share: Option<f64>,
-}
-
-impl Default for FleetConfig {
-    fn default() -> Self {
-        FleetConfig {
-            cluster: "ankusa_store".to_string(),
-            authority: "ankusa-store".to_string(),
-            timeout_ms: 25,
-            pending_ttl_ms: 30_000,
-            breaker: BreakerPolicy::default(),
-            settle_interval_ms: 5,
-            settle_queue_max: 50_000,
-            settle_batch_max: 500,
-            settle_retries: 3,
-            declared: false,
-            nodes: 1,
-            degraded_share: None,
-        }
-    }
-}
-
-/// When the fleet breaker opens and for how long. JSON keys under `fleet`:
-/// `breaker_failure_rate`, `breaker_min_calls`, `breaker_window_ms`, `breaker_open_ms`.
-#[derive(Clone, Copy, PartialEq, Debug)]
-pub struct BreakerPolicy {
-    /// Failed fraction of the window's calls that opens the breaker, in (0, 1].
-    pub failure_rate: f64,
-    /// Calls the window must hold before it may open (≥ 1).
-    pub min_calls: u32,
-    /// Length of the sliding window (ms, ≥ 1).
-    pub window_ms: u64,
-    /// How long it stays open before one probe (ms, ≥ 1).
-    pub open_ms: u64,
-}
-
-impl Default for BreakerPolicy {
-    fn default() -> Self {
-        BreakerPolicy {
-            failure_rate: 0.5,
-            min_calls: 20,
-            window_ms: 10_000,
-            open_ms: 5_000,
-        }
-    }
-}
-
-impl BreakerPolicy {
-    /// Errors name the JSON key under `fleet`.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        // Written as a negated range so NaN is refused too.
-        if !(self.failure_rate > 0.0 && self.failure_rate <= 1.0) {
-            return Err(ConfigError::new(
-                "fleet.breaker_failure_rate",
-                format!(
-                    "must be greater than 0 and at most 1, got {}",
-                    self.failure_rate
-                ),
-            ));
-        }
-        at_least("fleet.breaker_min_calls", u64::from(self.min_calls), 1)?;
-        bound(
-            "fleet.breaker_window_ms",
-            limits::BREAKER_MS,
-            self.window_ms,
-        )?;
-        bound("fleet.breaker_open_ms", limits::BREAKER_MS, self.open_ms)
-    }
-}
-
-impl FleetConfig {
-    /// `degraded_share` in parts per million.
-    pub fn degraded_share_ppm(&self) -> Option<u64> {
-        // Validated to [0.001, 1]: the product is within u64.
-        self.degraded_share.map(|s| (s * 1e6).round() as u64)
-    }
-
-    /// Every range; whether `cluster` may be empty depends on the scopes (see [`Config::validate`]).
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        bound("fleet.timeout_ms", limits::TIMEOUT_MS, self.timeout_ms)?;
-        bound(
-            "fleet.pending_ttl_ms",
-            limits::PENDING_TTL_MS,
-            self.pending_ttl_ms,
-        )?;
-        self.breaker.validate()?;
-        bound(
-            "fleet.settle_interval_ms",
-            limits::SETTLE_INTERVAL_MS,
-            self.settle_interval_ms,
-        )?;
-        at_least("fleet.settle_queue_max", self.settle_queue_max as u64, 1)?;
-        bound("fleet.nodes", limits::EDGES, self.nodes)?;
-        if let Some(share) = self.degraded_share.filter(|s| !(0.001..=1.0).contains(s)) {
-            let e = format!("must be a number from 0.001 to 1, got {share}");
-            return Err(ConfigError::new("fleet.degraded_share", e));
-        }
-        between(
-            "fleet.settle_batch_max",
-            self.settle_batch_max as u64,
-            1,
-            MAX_SETTLE_OPS as u64,
-        )
-    }
-}
-
 impl Config {
     /// Reads and validates the plugin configuration.
     pub fn parse(json: &[u8]) -> Result<Config, ConfigError> {
@@ -286,117 +157,10 @@ impl Config {
     pub fn polls_overrides(&self) -> bool {
         (self.uses_store() || self.fleet.declared) && !self.fleet.cluster.is_empty()
     }
-
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(node) = &self.node {
-            if !is_valid_name(node) {
-                return Err(ConfigError::new(
-                    "node",
-                    format!(
-                        "{node:?} is not 1 to {} characters of [A-Za-z0-9_.-]",
-                        limits::MAX_NAME_LEN
-                    ),
-                ));
-            }
-        }
-        if self.sources.is_empty() {
-            return Err(ConfigError::new("sources", "must name at least one source"));
-        }
-        for (id, source) in &self.sources {
-            check_id("sources", id, "source id")?;
-            if let Some(tenant) = &source.tenant {
-                check_id(&format!("sources.{id}.tenant"), tenant, "tenant name")?;
-            }
-            bound(
-                &format!("sources.{id}.ttl_ms"),
-                limits::TTL_MS,
-                source.ttl_ms,
-            )?;
-            let guarded = source.verify.as_ref().and_then(|v| v.replay_window_ms);
-            if guarded.is_some() && self.dedupe.scope != Scope::Fleet {
-                return Err(ConfigError::new(
-                    format!("sources.{id}.verify.replay_guard"),
-                    "needs \"dedupe\": {\"scope\": \"fleet\"}: the guard is a claim every edge shares",
-                ));
-            }
-        }
-        check_limits("rate_limits.default", &self.rate_limits.default)?;
-        for (tenant, limits) in &self.rate_limits.tenants {
-            check_id("rate_limits.tenants", tenant, "tenant name")?;
-            check_limits(&format!("rate_limits.tenants.{tenant}"), limits)?;
-        }
-        self.fleet.validate()?;
-        if self.uses_store() {
-            let which = if self.rate_limits.scope == Scope::Fleet {
-                "rate_limits.scope"
-            } else {
-                "dedupe.scope"
-            };
-            for (field, value) in [
-                ("fleet.cluster", &self.fleet.cluster),
-                ("fleet.authority", &self.fleet.authority),
-            ] {
-                if value.is_empty() {
-                    return Err(ConfigError::new(
-                        field,
-                        format!("must not be empty when {which} is \"fleet\""),
-                    ));
-                }
-            }
-        }
-        at_least("max_body_bytes", self.max_body_bytes, 1)
-    }
 }
 
 /// A source id or tenant name: the one rule of [`crate::limits::is_valid_id`].
 pub use crate::limits::is_valid_id;
-
-fn check_id(field: &str, name: &str, what: &str) -> Result<(), ConfigError> {
-    if is_valid_id(name) {
-        return Ok(());
-    }
-    Err(ConfigError::new(
-        field,
-        format!("{name:?} is not a valid {what}: 1 to {MAX_ID_LEN} characters of [A-Za-z0-9_-]"),
-    ))
-}
-
-fn check_limits(field: &str, l: &Limits) -> Result<(), ConfigError> {
-    bound(&format!("{field}.rate"), limits::RATE, l.hooks.rate)?;
-    bound(&format!("{field}.burst"), limits::BURST, l.hooks.burst)?;
-    if let Some(bytes) = l.bytes {
-        bound(&format!("{field}.bytes_rate"), limits::RATE, bytes.rate)?;
-        bound(&format!("{field}.bytes_burst"), limits::BURST, bytes.burst)?;
-    }
-    Ok(())
-}
-
-/// One of the core's [`limits`], naming the field.
-fn bound(field: &str, bound: Bound, value: u64) -> Result<(), ConfigError> {
-    bound
-        .check(value)
-        .map_err(|message| ConfigError::new(field, message))
-}
-
-fn at_least(field: &str, value: u64, min: u64) -> Result<(), ConfigError> {
-    if value < min {
-        return Err(ConfigError::new(
-            field,
-            format!("must be at least {min}, got {value}"),
-        ));
-    }
-    Ok(())
-}
-
-fn between(field: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
-    if !(min..=max).contains(&value) {
-        return Err(ConfigError::new(
-            field,
-            format!("must be between {min} and {max}, got {value}"),
-        ));
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests;

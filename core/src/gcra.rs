@@ -32,6 +32,13 @@ pub const MICRO: u64 = 1_000_000;
 /// node read their clocks microseconds apart, a stepped clock jumps further.
 pub const MAX_LEAD_US: u64 = 1_000_000;
 
+/// A wait in µs as the whole ms a caller is told (`retry_after_ms`):
+/// rounded up, so a retry at the told time is admitted, and at least 1, so
+/// no caller is told to retry at once.
+pub fn wait_ms(wait_us: u64) -> u64 {
+    wait_us.div_ceil(1_000).max(1)
+}
+
 /// One bucket's state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct Bucket {

@@ -48,6 +48,19 @@ pub struct OverrideList {
     pub overrides: Vec<Override>,
 }
 
+/// The tenant an override is for (the `<tenant>` of its path): the
+/// config's rule for a tenant name ([`limits::is_valid_id`]), so no override
+/// is kept for a tenant no edge can route.
+pub fn check_tenant(tenant: &str) -> Result<(), WireError> {
+    if limits::is_valid_id(tenant) {
+        return Ok(());
+    }
+    Err(invalid(
+        "tenant",
+        format!("{tenant:?} is not 1 to {MAX_NAME_LEN} {}", limits::ID_CHARS),
+    ))
+}
+
 fn invalid(field: &str, problem: impl Into<String>) -> WireError {
     WireError {
         field: field.into(),
@@ -84,15 +97,7 @@ impl OverrideRequest {
     /// override for `tenant`, accepted at `now_ms` (unix ms). Every error
     /// names the field and the value.
     pub fn into_override(self, tenant: &str, now_ms: u64) -> Result<Override, WireError> {
-        if !crate::limits::is_valid_id(tenant) {
-            return Err(invalid(
-                "tenant",
-                format!(
-                    "{tenant:?} is not 1 to {MAX_NAME_LEN} {}",
-                    crate::limits::ID_CHARS
-                ),
-            ));
-        }
+        check_tenant(tenant)?;
         let hooks = pair(("rate", "burst"), (self.rate, self.burst))?;
         let bytes = pair(
             ("bytes_rate", "bytes_burst"),

@@ -1,12 +1,11 @@
 //! Who may call `/v1/*`: the policy the store starts with (tokens by role,
 //! or none behind `--insecure-no-auth`), the check of one request's bearer
-//! token, the role each endpoint needs, and SIGHUP re-reading the token
-//! files. The tokens themselves are [`crate::tokens`].
+//! token, and SIGHUP re-reading the token files. The tokens themselves are
+//! [`crate::tokens`]; the role each endpoint needs is [`crate::endpoint`]'s.
 
 use crate::config::Config;
 use crate::tokens::{Role, RoleTokens, Tokens, OLD_TOKENS_ENV};
 use ankusa_core::token::bearer_token;
-use hyper::Method;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use tokio::signal::unix::{signal, SignalKind};
@@ -110,17 +109,6 @@ impl Refusal {
             Refusal::Missing => "missing",
             Refusal::Invalid => "invalid",
         }
-    }
-}
-
-/// The role a call of `endpoint` (the routes' name) with `method` needs:
-/// an edge hits, settles and reads overrides; changing an override and
-/// resetting a tenant's buckets are an operator's.
-pub fn needed_role(endpoint: &str, method: &Method) -> Role {
-    match endpoint {
-        "hit" | "hits" | "settle" | "overrides" => Role::Edge,
-        "override" if method == Method::GET => Role::Edge,
-        _ => Role::Operator,
     }
 }
 

@@ -17,6 +17,11 @@ pub enum StoreError {
     NotFound {
         path: String,
     },
+    /// `GET /v1/overrides/<tenant>` of a tenant with no override in force:
+    /// an answer rather than a failed request (the route counts it a `get`).
+    NoOverride {
+        tenant: String,
+    },
     MethodNotAllowed {
         method: String,
         path: String,
@@ -72,7 +77,7 @@ impl StoreError {
         match self {
             StoreError::BadRequest(_) => StatusCode::BAD_REQUEST,
             StoreError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            StoreError::NotFound { .. } => StatusCode::NOT_FOUND,
+            StoreError::NotFound { .. } | StoreError::NoOverride { .. } => StatusCode::NOT_FOUND,
             StoreError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             StoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             StoreError::Forbidden { .. } => StatusCode::FORBIDDEN,
@@ -88,6 +93,7 @@ impl StoreError {
         match self {
             StoreError::BadRequest(_) | StoreError::TooLarge { .. } => "bad_request",
             StoreError::NotFound { .. } => "not_found",
+            StoreError::NoOverride { .. } => "no_override",
             StoreError::MethodNotAllowed { .. } => "method_not_allowed",
             StoreError::Unauthorized(_) => "unauthorized",
             StoreError::Forbidden { .. } => "forbidden",
@@ -103,6 +109,9 @@ impl StoreError {
             StoreError::BadRequest(m) => m.clone(),
             StoreError::TooLarge { limit } => format!("body is over {limit} bytes"),
             StoreError::NotFound { path } => format!("no route {path}"),
+            StoreError::NoOverride { tenant } => {
+                format!("tenant {tenant:?} has no override in force")
+            }
             StoreError::MethodNotAllowed { method, path } => {
                 format!("{method} is not allowed on {path}")
             }
@@ -174,6 +183,18 @@ mod tests {
         assert_eq!(
             (e.status(), e.code()),
             (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
+    }
+
+    #[test]
+    fn a_tenant_with_no_override_is_a_404_naming_it() {
+        let e = StoreError::NoOverride {
+            tenant: "acme".into(),
+        };
+        assert_eq!(e.status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            (e.body().error.as_str(), e.body().message.as_str()),
+            ("no_override", "tenant \"acme\" has no override in force")
         );
     }
 }

@@ -1,10 +1,11 @@
 //! The Ankusa fleet store: the shared state of a fleet of edges, in front of Redis.
 //!
-//! - [`auth`]: the start-up policy, the check of a caller's token and the role each endpoint needs.
+//! - [`auth`]: the start-up policy and the check of a caller's token.
 //! - [`tokens`]: the accepted bearer tokens by role (edge, operator), from files and the environment.
 //! - [`config`]: flags, environment fallbacks, and the Redis target (single or Cluster).
 //! - [`server`]: the listener (HTTP/1.1 and h2c) and the graceful stop; tests call [`server::run`].
-//! - [`routes`]: `/v1/hit`, `/v1/hits`, `/v1/settle`, `/v1/reset`, `/metrics`, `/healthz`, `/readyz`.
+//! - [`endpoint`]: every endpoint once: its path, methods, the role it needs, whether it is counted.
+//! - [`routes`]: the handler of each endpoint: budget, body, deadline, answer and metrics.
 //! - [`backend`]: the Redis connection, made and probed in the background.
 //! - [`scripts`] and [`keys`]: the Lua scripts and the key names they touch.
 //! - [`override_log`]: the versioned log of override changes that edges poll.
@@ -17,6 +18,7 @@ pub mod backend;
 pub mod batcher;
 pub mod config;
 pub mod edges;
+pub mod endpoint;
 pub mod errors;
 pub mod keys;
 pub mod metrics;

@@ -8,6 +8,7 @@
 //! - [`intake`]: the sample intake (the upstream the edges forward to).
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
 //! - [`envoy`]: a real Envoy edge with the Ankusa filter.
+//! - [`metrics`]: a series' value in Prometheus text (an edge's stats, the store's metrics).
 //! - [`access_log`]: an edge's access log, the time a request spent at the edge.
 //! - [`fault`]: a TCP proxy that delays, blackholes, resets or garbles, switched at runtime.
 //! - [`prometheus`]: a real Prometheus scraping them, and `promtool`.
@@ -18,6 +19,7 @@ pub mod envoy;
 pub mod fault;
 pub mod http;
 pub mod intake;
+pub mod metrics;
 pub mod paths;
 pub mod ports;
 pub mod process;

@@ -101,51 +101,6 @@ impl Store {
         let text = crate::http::get(&self.url_of("/metrics"))
             .map(|r| r.text())
             .unwrap_or_default();
-        metric_value(&text, name_with_labels)
-    }
-}
-
-/// One series' value in Prometheus text; 0 when absent.
-pub fn metric_value(text: &str, name_with_labels: &str) -> f64 {
-    let wanted: String = name_with_labels
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect();
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .find(|(series, _)| {
-            series
-                .chars()
-                .filter(|c| !c.is_whitespace())
-                .collect::<String>()
-                == wanted
-        })
-        .and_then(|(_, value)| value.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_a_series_by_name_and_labels() {
-        let text = "# HELP x\nankusa_store_redis_up 1\nankusa_store_requests_total{endpoint=\"hit\",result=\"ok\"} 42\n";
-        assert_eq!(metric_value(text, "ankusa_store_redis_up"), 1.0);
-        assert_eq!(
-            metric_value(
-                text,
-                "ankusa_store_requests_total{endpoint=\"hit\",result=\"ok\"}"
-            ),
-            42.0
-        );
-        assert_eq!(
-            metric_value(
-                text,
-                "ankusa_store_requests_total{endpoint=\"hit\",result=\"pending\"}"
-            ),
-            0.0
-        );
+        crate::metrics::metric_value(&text, name_with_labels)
     }
 }

@@ -4,8 +4,9 @@
 
 use ankusa_testkit::http::{get, request};
 use ankusa_testkit::intake::Intake;
+use ankusa_testkit::metrics::metric_value;
 use ankusa_testkit::redis::Redis;
-use ankusa_testkit::store::{metric_value, Store};
+use ankusa_testkit::store::Store;
 use ankusa_tests::edge_support::*;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

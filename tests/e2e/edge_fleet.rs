@@ -44,7 +44,7 @@ fn two_edges_sharing_a_store_hold_one_limit() {
         0.0
     );
     // Every hook reached the store once, alone or in a batch.
-    let hits = ankusa_testkit::store::metric_value(
+    let hits = ankusa_testkit::metrics::metric_value(
         &ankusa_testkit::http::get(&store.url_of("/metrics"))
             .map(|r| r.text())
             .unwrap_or_default(),

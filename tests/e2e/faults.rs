@@ -7,8 +7,8 @@
 //! `scripts/reliability.sh`, which also writes the table in `RELIABILITY.md`).
 
 use ankusa_testkit::fault::Mode;
-use ankusa_tools::faults::runner::{run_row_with, Plan};
-use ankusa_tools::faults::{run_row, Fault, Row};
+use ankusa_tools::faults::runner::run_row_with;
+use ankusa_tools::faults::{run_row, Fault, Plan, Row};
 
 fn check(fault: Fault, fast: bool) -> Row {
     let row = run_row(fault, &fault.plan(fast), 7);

@@ -5,7 +5,8 @@
 //! is in a file READY names, never in an edge.
 
 use ankusa_testkit::ports::is_listening;
-use ankusa_tools::fleet::{child_pids, is_alive, Ports};
+use ankusa_tools::children::{child_pids, is_alive};
+use ankusa_tools::fleet::Ports;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;

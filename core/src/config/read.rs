@@ -7,9 +7,10 @@
 //! other key is refused, as `deny_unknown_fields` would. Ranges are left to
 //! [`Config::validate`]; this only checks shapes and types.
 
+use super::validate::check_id;
 use super::{
-    check_id, BreakerPolicy, Config, ConfigError, DedupeConfig, FleetConfig, Limits, RateLimits,
-    Scope, Source, DEFAULT_MAX_BODY_BYTES, DEFAULT_TTL_MS,
+    BreakerPolicy, Config, ConfigError, DedupeConfig, FleetConfig, Limits, RateLimits, Scope,
+    Source, DEFAULT_MAX_BODY_BYTES, DEFAULT_TTL_MS,
 };
 use crate::event_key::{DedupeRule, PRESETS};
 use crate::gcra::Quota;

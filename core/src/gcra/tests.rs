@@ -326,3 +326,12 @@ fn fixed_cases_keep_the_window_bound_and_the_99_percent_sender() {
         }
     }
 }
+
+#[test]
+fn a_wait_in_us_is_told_in_whole_ms_rounded_up_and_never_zero() {
+    assert_eq!(wait_ms(0), 1);
+    assert_eq!(wait_ms(1), 1);
+    assert_eq!(wait_ms(1_000), 1);
+    assert_eq!(wait_ms(1_001), 2);
+    assert_eq!(wait_ms(u64::MAX), u64::MAX.div_ceil(1_000));
+}

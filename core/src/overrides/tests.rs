@@ -115,3 +115,16 @@ fn an_override_without_expiry_stays_in_force_and_round_trips() {
     assert_eq!(e.limits.bytes, Some(Quota { rate: 7, burst: 70 }));
     assert!(e.shadow.dedupe && !e.shadow.rate_limit);
 }
+
+#[test]
+fn an_override_is_for_a_tenant_an_edge_can_route() {
+    assert_eq!(check_tenant("acme_Corp-2"), Ok(()));
+    for bad in ["", "a.b", "no*star", &"a".repeat(65)] {
+        let e = check_tenant(bad).unwrap_err();
+        assert_eq!(e.field, "tenant", "{bad:?}");
+        assert!(
+            e.to_string().ends_with("characters of [A-Za-z0-9_-]"),
+            "{e}"
+        );
+    }
+}

@@ -32,27 +32,6 @@ fn each_token_has_its_role_and_nothing_else_is_accepted() {
 }
 
 #[test]
-fn edges_hit_settle_and_read_overrides_operators_change_and_reset() {
-    for endpoint in ["hit", "hits", "settle", "overrides"] {
-        assert_eq!(
-            needed_role(endpoint, &Method::POST),
-            Role::Edge,
-            "{endpoint}"
-        );
-        assert_eq!(
-            needed_role(endpoint, &Method::GET),
-            Role::Edge,
-            "{endpoint}"
-        );
-    }
-    assert_eq!(needed_role("override", &Method::GET), Role::Edge);
-    assert_eq!(needed_role("override", &Method::PUT), Role::Operator);
-    assert_eq!(needed_role("override", &Method::DELETE), Role::Operator);
-    assert_eq!(needed_role("reset", &Method::POST), Role::Operator);
-    assert_eq!(needed_role("unknown", &Method::POST), Role::Operator);
-}
-
-#[test]
 fn no_token_refuses_to_start_unless_the_opt_out_is_given() {
     let mut config = Config::for_redis("redis://127.0.0.1:1/");
     config.insecure_no_auth = false;

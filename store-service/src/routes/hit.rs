@@ -4,6 +4,7 @@ use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::backend::Backend;
 use crate::errors::StoreError;
 use crate::keys;
+use ankusa_core::gcra::wait_ms;
 use ankusa_core::wire::{HitAnswer, HitReply, HitRequest};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
@@ -121,15 +122,12 @@ pub fn parse_reply(reply: &[Value]) -> Result<HitReply, StoreError> {
             },
             2,
         ),
-        Some("rate_limited") => {
-            let wait_us = number(reply.get(1)).ok_or_else(unexpected)?;
-            (
-                HitAnswer::RateLimited {
-                    retry_after_ms: wait_us.div_ceil(1000).max(1),
-                },
-                2,
-            )
-        }
+        Some("rate_limited") => (
+            HitAnswer::RateLimited {
+                retry_after_ms: wait_ms(number(reply.get(1)).ok_or_else(unexpected)?),
+            },
+            2,
+        ),
         _ => return Err(unexpected()),
     };
     let in_force = match reply.get(fields) {

@@ -12,7 +12,7 @@ use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::backend::{Backend, Node};
 use crate::errors::StoreError;
 use crate::keys;
-use ankusa_core::wire::{ErrorBody, HitReply, HitRequest, SettleOp};
+use ankusa_core::wire::{HitReply, HitRequest, SettleOp};
 use ankusa_core::wire_batch::{check_count, check_settle, item_field, HitResult, HitsAnswer};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
@@ -65,15 +65,7 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
             Ok(execute(backend, valid, settles).await)
         })
         .await?;
-        // A batch none of whose hits reached Redis fails as a whole, as
-        // `/v1/hit` would: the caller's breaker sees one failed call.
-        if !answered.is_empty() && answered.iter().all(|(_, a)| a.is_err()) {
-            if let Some((_, Err(e))) = answered.into_iter().next() {
-                return Err(e);
-            }
-            return Err(StoreError::Internal("an empty batch was run".into()));
-        }
-        for (i, answer) in answered {
+        for (i, answer) in failed_as_a_whole(answered)? {
             results[i] = Some(match answer {
                 Ok(mut reply) => {
                     reply.edges = shared.edges.count();
@@ -95,6 +87,22 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
     Ok(json(StatusCode::OK, &HitsAnswer { results, settled }))
 }
 
+/// A batch none of whose hits reached Redis fails as a whole, as `/v1/hit`
+/// would: the caller's breaker sees one failed call, not a 200 of failures.
+/// The first hit's error stands for the call; a batch with one hit answered
+/// is answered hit by hit.
+fn failed_as_a_whole(
+    answered: Vec<(usize, Answered)>,
+) -> Result<Vec<(usize, Answered)>, StoreError> {
+    if answered.iter().any(|(_, a)| a.is_ok()) {
+        return Ok(answered);
+    }
+    match answered.into_iter().next() {
+        Some((_, Err(e))) => Err(e),
+        _ => Err(StoreError::Internal("an empty batch was run".into())),
+    }
+}
+
 fn read_item(index: usize, item: serde_json::Value) -> Result<HitRequest, StoreError> {
     let hit: HitRequest = serde_json::from_value(item)
         .map_err(|e| StoreError::BadRequest(format!("hits[{index}]: not a valid hit: {e}")))?;
@@ -104,8 +112,7 @@ fn read_item(index: usize, item: serde_json::Value) -> Result<HitRequest, StoreE
 }
 
 fn refused(e: &StoreError) -> HitResult {
-    let ErrorBody { error, message } = e.body();
-    HitResult::Refused(ErrorBody { error, message })
+    HitResult::Refused(e.body())
 }
 
 /// Runs every hit and riding settle operation, one pipeline per Redis
@@ -229,4 +236,34 @@ async fn send(
 
 fn every(group: Vec<(usize, HitRequest)>, e: impl Fn() -> StoreError) -> Vec<(usize, Answered)> {
     group.into_iter().map(|(i, _)| (i, Err(e()))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ankusa_core::wire::HitAnswer;
+
+    fn failed() -> Answered {
+        Err(StoreError::RedisUnavailable("down".into()))
+    }
+
+    #[test]
+    fn a_batch_fails_as_a_whole_only_when_no_hit_was_answered() {
+        let all_failed = failed_as_a_whole(vec![(1, failed()), (0, failed())]);
+        assert!(matches!(all_failed, Err(StoreError::RedisUnavailable(_))));
+        let ok = HitReply {
+            answer: HitAnswer::Ok,
+            in_force: None,
+            levels: Vec::new(),
+            edges: None,
+        };
+        let one_answered = vec![(0, failed()), (1, Ok(ok))];
+        let kept = failed_as_a_whole(one_answered).expect("answered hit by hit");
+        assert_eq!(kept.len(), 2);
+        assert!(kept[0].1.is_err() && kept[1].1.is_ok());
+        assert!(matches!(
+            failed_as_a_whole(Vec::new()),
+            Err(StoreError::Internal(_))
+        ));
+    }
 }

@@ -7,17 +7,18 @@ mod overrides;
 mod reset;
 mod settle;
 
-use crate::auth::{needed_role, SharedAuth};
+use crate::auth::SharedAuth;
 use crate::backend::Backend;
 use crate::batcher::Settler;
 use crate::edges::LiveEdges;
+use crate::endpoint::Endpoint;
 use crate::errors::StoreError;
 use ankusa_core::wire::BUDGET_HEADER;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, AUTHORIZATION, CONNECTION, CONTENT_TYPE, WWW_AUTHENTICATE};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::convert::Infallible;
@@ -47,18 +48,7 @@ pub type Reply = Response<Full<Bytes>>;
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply, Infallible> {
     let path = req.uri().path().to_string();
     let method = req.method().clone();
-    let endpoint = match path.as_str() {
-        "/v1/hit" => "hit",
-        "/v1/hits" => "hits",
-        "/v1/settle" => "settle",
-        "/v1/reset" => "reset",
-        "/v1/overrides" => "overrides",
-        p if p.starts_with("/v1/overrides/") => "override",
-        "/metrics" => "metrics",
-        "/healthz" => "healthz",
-        "/readyz" => "readyz",
-        _ => "unknown",
-    };
+    let endpoint = Endpoint::of(&path);
     // One gate for every `/v1/*` path, known or not, before anything else
     // is looked at: an unauthenticated caller learns nothing about routes.
     let mut role = None;
@@ -99,50 +89,43 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
             }
         }
     }
-    let wanted = if matches!(endpoint, "hit" | "hits" | "settle" | "reset") {
-        Method::POST
-    } else {
-        Method::GET
+    let Some(endpoint) = endpoint else {
+        return Ok(fail(&shared, None, StoreError::NotFound { path }));
     };
-    let allowed = if endpoint == "override" {
-        matches!(method, Method::GET | Method::PUT | Method::DELETE)
-    } else {
-        method == wanted
-    };
-    if endpoint != "unknown" && !allowed {
+    if !endpoint.allows(&method) {
         return Ok(fail(
             &shared,
-            endpoint,
+            Some(endpoint),
             StoreError::MethodNotAllowed {
                 method: method.to_string(),
                 path,
             },
         ));
     }
-    if let Some(role) = role {
-        if endpoint != "unknown" && role < needed_role(endpoint, &method) {
+    if let (Some(role), Some(needed)) = (role, endpoint.role(&method)) {
+        if role < needed {
             shared
                 .backend
                 .metrics
                 .forbidden
-                .with_label_values(&[endpoint])
+                .with_label_values(&[endpoint.name()])
                 .inc();
             let method = method.to_string();
             return Ok(fail(
                 &shared,
-                endpoint,
+                Some(endpoint),
                 StoreError::Forbidden { role, method, path },
             ));
         }
     }
     let result = match endpoint {
-        "hit" => hit::hit(&shared, req).await,
-        "hits" => hits::hits(&shared, req).await,
-        "settle" => settle::settle(&shared, req).await,
-        "reset" => reset::reset(&shared, req).await,
-        "overrides" => overrides::list(&shared, req).await,
-        "override" => overrides::one(&shared, req).await,
-        "metrics" => {
+        Endpoint::Hit => hit::hit(&shared, req).await,
+        Endpoint::Hits => hits::hits(&shared, req).await,
+        Endpoint::Settle => settle::settle(&shared, req).await,
+        Endpoint::Reset => reset::reset(&shared, req).await,
+        Endpoint::Overrides => overrides::list(&shared, req).await,
+        Endpoint::Override => overrides::one(&shared, req).await,
+        Endpoint::Metrics => {
             let mut reply = Response::new(Full::new(Bytes::from(shared.backend.metrics.render())));
             reply.headers_mut().insert(
                 CONTENT_TYPE,
@@ -150,17 +133,16 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
             );
             return Ok(reply);
         }
-        "healthz" => return Ok(json(StatusCode::OK, &serde_json::json!({"status": "ok"}))),
-        "readyz" => shared
+        Endpoint::Healthz => return Ok(json(StatusCode::OK, &serde_json::json!({"status": "ok"}))),
+        Endpoint::Readyz => shared
             .backend
             .ping(shared.max_budget.min(Duration::from_secs(1)))
             .await
             .map(|()| json(StatusCode::OK, &serde_json::json!({"status": "ready"}))),
-        _ => Err(StoreError::NotFound { path }),
     };
     Ok(match result {
         Ok(reply) => reply,
-        Err(e) => fail(&shared, endpoint, e),
+        Err(e) => fail(&shared, Some(endpoint), e),
     })
 }
 
@@ -174,23 +156,21 @@ pub fn count(shared: &Shared, endpoint: &str, result: &str) {
         .inc();
 }
 
-fn fail(shared: &Shared, endpoint: &str, e: StoreError) -> Reply {
+fn fail(shared: &Shared, endpoint: Option<Endpoint>, e: StoreError) -> Reply {
+    let name = endpoint.map_or("unknown", Endpoint::name);
     match &e {
         // An outage is logged once, by the probe, as Redis goes down and up:
         // one line per failed request would flood the log at full load.
-        StoreError::RedisUnavailable(d) => log::debug!("{endpoint}: {}: {d}", e.code()),
-        StoreError::Internal(d) => log::warn!("{endpoint}: {}: {d}", e.code()),
-        _ => log::debug!("{endpoint}: {e}"),
+        StoreError::RedisUnavailable(d) => log::debug!("{name}: {}: {d}", e.code()),
+        StoreError::Internal(d) => log::warn!("{name}: {}: {d}", e.code()),
+        _ => log::debug!("{name}: {e}"),
     }
     // A failed readiness probe is an answer about Redis, not a failed request.
-    if endpoint == "readyz" {
+    if endpoint == Some(Endpoint::Readyz) {
         return json(e.status(), &e.body());
     }
-    if matches!(
-        endpoint,
-        "hit" | "hits" | "settle" | "reset" | "overrides" | "override"
-    ) {
-        count(shared, endpoint, e.code());
+    if endpoint.is_some_and(Endpoint::counted) {
+        count(shared, name, e.code());
     }
     let errors = &shared.backend.metrics.errors;
     errors.with_label_values(&[e.code()]).inc();

@@ -21,9 +21,8 @@ use crate::keys;
 /// A stored override (what the hit answer carries, too).
 pub use crate::override_log::parse_override as parse;
 use crate::override_log::{self, parse_override};
-use ankusa_core::limits::is_valid_id;
 use ankusa_core::overrides::page::ListQuery;
-use ankusa_core::overrides::{Override, OverrideRequest};
+use ankusa_core::overrides::{check_tenant, Override, OverrideRequest};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -52,15 +51,8 @@ fn observe(backend: &Backend, started: Instant) {
 /// The tenant of `/v1/overrides/<tenant>`, checked as a name.
 fn tenant_of(path: &str) -> Result<String, StoreError> {
     let tenant = path.trim_start_matches("/v1/overrides/");
-    if is_valid_id(tenant) {
-        Ok(tenant.to_string())
-    } else {
-        Err(StoreError::BadRequest(format!(
-            "tenant: {tenant:?} is not 1 to {} {}",
-            ankusa_core::wire::MAX_NAME_LEN,
-            ankusa_core::limits::ID_CHARS
-        )))
-    }
+    check_tenant(tenant).map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    Ok(tenant.to_string())
 }
 
 pub async fn one(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
@@ -85,7 +77,10 @@ pub async fn one(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
             count(shared, "override", "get");
             Ok(match found {
                 (_, Some(o)) => json(StatusCode::OK, &o),
-                (tenant, None) => not_set(&tenant),
+                (tenant, None) => {
+                    let none = StoreError::NoOverride { tenant };
+                    json(none.status(), &none.body())
+                }
             })
         }
         Method::DELETE => {
@@ -113,16 +108,6 @@ pub async fn one(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
             path: format!("/v1/overrides/{tenant}"),
         }),
     }
-}
-
-fn not_set(tenant: &str) -> Reply {
-    json(
-        StatusCode::NOT_FOUND,
-        &ankusa_core::wire::ErrorBody {
-            error: "no_override".into(),
-            message: format!("tenant {tenant:?} has no override in force"),
-        },
-    )
 }
 
 pub async fn list(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {

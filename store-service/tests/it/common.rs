@@ -62,7 +62,7 @@ impl Service {
     /// One series of `/metrics`, 0 if absent.
     pub async fn metric(&self, name: &str) -> f64 {
         let (_, text) = Http::new().get(&self.at("/metrics")).await;
-        ankusa_testkit::store::metric_value(&text, name)
+        ankusa_testkit::metrics::metric_value(&text, name)
     }
 
     pub async fn stop(mut self) {

@@ -4,7 +4,8 @@
 //! `READY {json}` on stdout once every part answers, and stops them all on
 //! SIGINT or SIGTERM (or when one of them dies, exiting 1).
 
-use ankusa_tools::fleet::{self, Fleet, FleetSpec, Ports};
+use ankusa_tools::children;
+use ankusa_tools::fleet::{Fleet, FleetSpec, Ports};
 use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
@@ -100,7 +101,7 @@ fn main() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
-        fleet::stop_children(Duration::from_secs(5));
+        children::stop_children(Duration::from_secs(5));
     }));
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -3,7 +3,8 @@
 //!
 //! `reliability --rows DIR --doc RELIABILITY.md --machine TEXT`
 
-use ankusa_tools::faults::table::{merge_table, read_rows, replace_section, section};
+use ankusa_tools::faults::row::read_rows;
+use ankusa_tools::faults::table::{merge_table, replace_section, section};
 use ankusa_tools::faults::Fault;
 use clap::Parser;
 use std::path::PathBuf;

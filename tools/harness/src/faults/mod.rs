@@ -2,20 +2,37 @@
 //! fault injected mid-run and healed, then the audit of what the intake stored.
 //!
 //! - [`scenario`]: every fault an operator meets, how it is injected and healed.
-//! - [`runner`]: the fleet with fault proxies in front of the store and the
-//!   intake, the run, the sampling of the edges' gauges, the figures of a row.
+//! - [`plan`]: a row's timeline: traffic, fault, heal.
+//! - [`fleet`]: the fleet of every row, with fault proxies in front of the
+//!   store and the intake, and the plugin configuration it runs.
+//! - `inject`: breaking and healing what a fault breaks; `cluster`: the
+//!   Redis Cluster moves among them.
+//! - [`runner`]: one row's run: traffic, the fault, the sampling of the
+//!   edges' gauges (`gauges`).
+//! - `figures`: the row's figures from its run; `latency`: its p99s.
 //! - [`metered`]: a tenant pushed past a small fleet quota, to show the quota
 //!   held while the fault lasted.
 //! - [`stalls`]: how long the edges' Envoy workers waited for a CPU, so a
 //!   starved machine isn't blamed on the edge.
-//! - [`table`]: the rows as JSON files and as the tables of `RELIABILITY.md`.
+//! - [`row`]: a row's figures as a JSON file; [`promise`]: what a row must
+//!   hold to pass; [`table`]: the rows as the tables of `RELIABILITY.md`.
 
+mod cluster;
+mod figures;
+pub mod fleet;
+mod gauges;
+mod inject;
+mod latency;
 pub mod metered;
+pub mod plan;
+pub mod promise;
+pub mod row;
 pub mod runner;
 pub mod scenario;
 pub mod stalls;
 pub mod table;
 
-pub use runner::{run_row, Plan};
+pub use plan::Plan;
+pub use row::Row;
+pub use runner::run_row;
 pub use scenario::Fault;
-pub use table::Row;

@@ -1,5 +1,6 @@
 //! The faults of the suite: what each breaks, and why it may store a copy twice.
 
+use super::plan::Plan;
 use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,8 +138,8 @@ impl Fault {
     }
 
     /// The deliveries' timing for this fault.
-    pub fn plan(self, fast: bool) -> super::Plan {
-        let mut plan = super::Plan::default_for(fast);
+    pub fn plan(self, fast: bool) -> Plan {
+        let mut plan = Plan::default_for(fast);
         if self == Fault::IntakeTimeout {
             // Answers held 12 s: the provider (10 s timeout) retries meanwhile.
             plan.deadline = Duration::from_secs(90);

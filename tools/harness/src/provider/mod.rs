@@ -2,18 +2,23 @@
 //! Standard-Webhooks sender does, then audits what the intake stored.
 //!
 //! - [`profile`]: each provider's ids, headers and signatures.
-//! - [`run`]: rate, redeliveries across edges, retries with `Retry-After` and backoff.
+//! - [`options`]: what a run delivers: where, how many, how fast, how often again.
+//! - [`run`]: rate, redeliveries across edges, retries with `Retry-After` and backoff:
+//!   the deliveries laid out on a shared [`board`], senders (`send`) taking what is due.
 //! - [`audit`]: lost (acknowledged, not stored) and stored-twice events.
 //! - [`report`]: the progress line and the final table.
 
 pub mod audit;
+pub mod board;
+pub mod options;
 pub mod profile;
 pub mod report;
 pub mod run;
+mod send;
 
+pub use options::Options;
 pub use profile::Profile;
 pub use report::Summary;
-pub use run::Options;
 
 /// Runs the whole thing: deliveries, then the audit when `intake` is given.
 pub fn deliver_and_audit(options: &Options, intake: Option<&str>) -> Summary {

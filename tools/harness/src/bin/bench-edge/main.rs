@@ -30,7 +30,7 @@ use ankusa_testkit::paths;
 use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
-use ankusa_tools::fleet::stop_children_on_exit;
+use ankusa_tools::children::stop_children_on_exit;
 use ankusa_tools::floors;
 use ankusa_tools::load::{self, LoadSpec};
 use clap::{Parser, ValueEnum};

@@ -3,8 +3,9 @@
 //! pinning of Envoy to one core and everything else to another.
 
 use super::variants::LOCAL_OK;
-use ankusa_testkit::envoy::{find_metric, Edge};
+use ankusa_testkit::envoy::Edge;
 use ankusa_testkit::http;
+use ankusa_testkit::metrics::find_metric;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
 use ankusa_tools::floors;
@@ -140,9 +141,9 @@ impl Shared {
             .map(|r| r.text())
             .unwrap_or_default();
         let store_hits =
-            ankusa_testkit::store::metric_value(&text, "ankusa_store_hits_per_call_sum");
+            ankusa_testkit::metrics::metric_value(&text, "ankusa_store_hits_per_call_sum");
         let store_calls =
-            ankusa_testkit::store::metric_value(&text, "ankusa_store_hits_per_call_count");
+            ankusa_testkit::metrics::metric_value(&text, "ankusa_store_hits_per_call_count");
         let redis_cmds = redis.info_number("stats", "total_commands_processed");
         Shared {
             store_hits,

@@ -18,7 +18,8 @@
 //! release artefacts first.
 
 use ankusa_testkit::envoy::fleet_filter_config;
-use ankusa_tools::fleet::{stop_children_on_exit, Fleet, FleetSpec};
+use ankusa_tools::children::stop_children_on_exit;
+use ankusa_tools::fleet::{Fleet, FleetSpec};
 use clap::{Parser, Subcommand};
 use std::time::Duration;
 

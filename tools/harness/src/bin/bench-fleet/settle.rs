@@ -6,7 +6,7 @@
 //! node; `ankusa_store_pipeline_round_trips_total` counts those pipelines.
 
 use super::through_each_edge;
-use ankusa_testkit::store::metric_value;
+use ankusa_testkit::metrics::metric_value;
 use ankusa_tools::fleet::Fleet;
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,99 @@
+//! What a row must hold to pass: nothing acknowledged lost, every event
+//! acknowledged, the metered tenant within its fleet quota, the time at the
+//! edge within the budget, the breaker closed within its bound after a heal.
+
+use super::row::Row;
+
+/// The row whose store is slow but answers within the budget.
+const SLOW_BELOW: &str = "store-slow-below-timeout";
+
+/// How far over its quota the metered tenant may go in a row: 10 % and two
+/// hooks (a window's edges are the run's clock, not the store's).
+pub fn metered_limit(quota: u64) -> u64 {
+    quota + quota / 10 + 2
+}
+
+/// What a hook may spend at the edge beyond `fleet.timeout_ms` (Envoy's own
+/// work, the filter's, the callout's timer): the "small margin" of the
+/// budget promise.
+pub const BUDGET_MARGIN_MS: u64 = 50;
+
+/// The longest fleet answers may take to resume after a heal that is whole at
+/// once: a probe sent to the broken place just before the heal fails after up
+/// to `timeout_ms` and opens the breaker again; the next probe leaves
+/// `open_ms` later and takes up to `timeout_ms`; the gauges are read every
+/// `sample_ms`.
+pub fn resume_bound_ms(open_ms: u64, timeout_ms: u64, sample_ms: u64) -> u64 {
+    open_ms + 2 * timeout_ms + sample_ms
+}
+
+impl Row {
+    /// A failure message naming the row, or `None` when it holds the promise:
+    /// nothing acknowledged is lost and every event got acknowledged.
+    pub fn broken_promise(&self) -> Option<String> {
+        if self.lost > 0 {
+            return Some(format!(
+                "{}: {} acknowledged hooks lost (e.g. {:?})",
+                self.fault, self.lost, self.lost_keys
+            ));
+        }
+        if self.acknowledged_events < self.events {
+            return Some(format!(
+                "{}: only {} of {} events acknowledged before the deadline",
+                self.fault, self.acknowledged_events, self.events
+            ));
+        }
+        if self.store_proxy_refused > 0 {
+            return Some(format!(
+                "{}: the fault proxy in front of the store closed {} connections at its bound: \
+                 the row measured the proxy, not the fault",
+                self.fault, self.store_proxy_refused
+            ));
+        }
+        if self.metered_quota > 0 && self.metered_admitted > metered_limit(self.metered_quota) {
+            return Some(format!(
+                "{}: the fleet admitted {} hooks of the metered tenant during the fault, over its \
+                 fleet quota for the window, {} (allowed {})",
+                self.fault,
+                self.metered_admitted,
+                self.metered_quota,
+                metered_limit(self.metered_quota)
+            ));
+        }
+        let budget = self.timeout_ms + BUDGET_MARGIN_MS;
+        if self.p99_edge_during_running_ms > budget as f64 {
+            return Some(format!(
+                "{}: p99 time at the edge during the fault was {} ms ({} ms less the time the \
+                 Envoy worker waited for a CPU), over fleet.timeout_ms {} plus {BUDGET_MARGIN_MS} ms",
+                self.fault,
+                self.p99_edge_during_ms,
+                self.p99_edge_during_running_ms,
+                self.timeout_ms
+            ));
+        }
+        // A store slow but within the budget answers every hook: hooks that
+        // can't afford to wait for a worker's call in flight get their own
+        // call. A few may still fall back while a worker learns the new
+        // latency (the hooks waiting on its first slow call).
+        if self.fault.starts_with(SLOW_BELOW) && self.fallbacks * 10 > self.deliveries {
+            return Some(format!(
+                "{}: {} of {} hooks fell back on a store slower than usual but within fleet.timeout_ms \
+                 (at most 1 in 10 may)",
+                self.fault, self.fallbacks, self.deliveries
+            ));
+        }
+        if let Some(bound) = self.resume_bound_ms {
+            if self.breaker_closed_after_heal_ms > bound {
+                return Some(format!(
+                    "{}: the breaker closed {} ms after the heal, over {bound} ms \
+                     (fleet.breaker_open_ms {} plus a probe)",
+                    self.fault, self.breaker_closed_after_heal_ms, self.breaker_open_ms
+                ));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+use super::*;
+
+fn row(extra: serde_json::Value) -> Row {
+    let mut v = serde_json::json!({
+        "fault": "store-frozen", "events": 1, "deliveries": 1, "acknowledged_events": 1,
+        "lost": 0, "lost_keys": [], "stored": 1, "stored_duplicates": 0,
+        "duplicates_reason": null, "answers": {}, "transport_errors": 0,
+        "p99_before_ms": 1.0, "p99_during_ms": 2.0, "added_p99_ms": 1.0, "timeout_ms": 250,
+        "breaker_open_ms": 1000, "breaker": [0.0], "degraded": [0.0], "fallbacks": 1,
+        "settle_dropped": 0, "resume_after_heal_ms": 0, "fault_s": [1.0, 2.0]
+    });
+    if let (Some(v), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
+        v.extend(extra.clone());
+    }
+    serde_json::from_value(v).expect("row")
+}
+
+#[test]
+fn the_budget_is_held_on_the_edge_time_less_the_workers_cpu_wait() {
+    let ok = row(serde_json::json!({
+        "p99_edge_during_ms": 420.0, "p99_edge_during_running_ms": 300.0
+    }));
+    assert_eq!(ok.broken_promise(), None);
+    let over = row(serde_json::json!({
+        "p99_edge_during_ms": 320.0, "p99_edge_during_running_ms": 301.0
+    }));
+    let broken = over.broken_promise().expect("over the budget");
+    assert!(
+        broken.contains("over fleet.timeout_ms 250 plus 50 ms"),
+        "{broken}"
+    );
+}
+
+#[test]
+fn the_breaker_must_close_within_its_bound_when_the_heal_is_whole() {
+    let bound = resume_bound_ms(1000, 250, 100);
+    assert_eq!(bound, 1600);
+    let late = |closed: u64, bound: Option<u64>| {
+        row(serde_json::json!({
+            "breaker_closed_after_heal_ms": closed, "resume_bound_ms": bound,
+            "resume_after_heal_ms": 7000
+        }))
+        .broken_promise()
+    };
+    assert_eq!(
+        late(1600, Some(bound)),
+        None,
+        "single late fall-backs are no breach"
+    );
+    assert!(late(1700, Some(bound)).is_some());
+    assert_eq!(
+        late(5000, None),
+        None,
+        "no bound for a fault that heals slowly"
+    );
+}
+
+#[test]
+fn the_metered_tenant_must_stay_within_its_fleet_quota_for_the_window() {
+    let within = row(serde_json::json!({"metered_admitted": 112, "metered_quota": 100}));
+    assert_eq!(within.broken_promise(), None);
+    // Two edges each answering alone with the whole quota: about twice.
+    let twice = row(serde_json::json!({"metered_admitted": 190, "metered_quota": 100}));
+    let broken = twice.broken_promise().expect("over the quota");
+    assert!(
+        broken.contains("190 hooks of the metered tenant"),
+        "{broken}"
+    );
+    assert!(
+        twice.markdown().ends_with("| 190 / 100 (live edges -) |"),
+        "{}",
+        twice.markdown()
+    );
+    assert_eq!(
+        row(serde_json::json!({})).broken_promise(),
+        None,
+        "an older row"
+    );
+}
+
+#[test]
+fn a_store_proxy_at_its_bound_fails_the_row() {
+    let refused = row(serde_json::json!({"store_proxy_refused": 3}));
+    let broken = refused.broken_promise().expect("the proxy was measured");
+    assert!(broken.contains("closed 3 connections"), "{broken}");
+}
