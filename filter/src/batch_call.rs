@@ -8,7 +8,7 @@
 
 use crate::batch;
 use crate::host::{perform, Host, ProxyHost};
-use crate::runtime::{call_store, Runtime, HOST};
+use crate::runtime::{call_store, Runtime, SHARED};
 use crate::shared::now_us;
 use ankusa_core::cas::read_u64;
 use ankusa_core::edge_keys::DEPTH_KEY;
@@ -21,7 +21,7 @@ use std::rc::Rc;
 /// What the root's batched calls need of the host.
 pub trait Root {
     /// The host a parked hook's step is performed on.
-    type Hook: Host;
+    type HookHost: Host;
     fn now_us(&self) -> u64;
     /// Sends a batched call; its token, or None when the host refused it.
     fn send(&self, path: &str, body: &[u8], timeout_ms: u64) -> Option<u32>;
@@ -33,7 +33,7 @@ pub trait Root {
     /// The answer of the call being answered: `:status` and body.
     fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>);
     /// Hook `id`'s context made the effective one, and its host (None: gone).
-    fn enter(&self, id: u32) -> Option<Self::Hook>;
+    fn enter(&self, id: u32) -> Option<Self::HookHost>;
 }
 
 /// The root is woken (its wake queue was read): the waiting hooks leave.
@@ -114,7 +114,7 @@ fn answer<R: Root>(
     id: u32,
     shared: bool,
     now: u64,
-    event: impl FnOnce(&mut machine::Hook, &machine::Env<'_, <R::Hook as Host>::Store>, u64) -> Step,
+    event: impl FnOnce(&mut machine::Hook, &machine::Env<'_, <R::HookHost as Host>::Store>, u64) -> Step,
 ) -> bool {
     let Some(mut parked) = batch::with(|s| s.parked.remove(&id)) else {
         return false;
@@ -139,7 +139,7 @@ fn answer<R: Root>(
 pub struct ProxyRoot(pub Rc<Runtime>);
 
 impl Root for ProxyRoot {
-    type Hook = ProxyHost;
+    type HookHost = ProxyHost;
 
     fn now_us(&self) -> u64 {
         now_us()
@@ -156,10 +156,10 @@ impl Root for ProxyRoot {
         let Some(queue_id) = rt.queue_id else {
             return batch;
         };
-        let (queued, garbage) = crate::settle::dequeue_batch(&HOST, queue_id, max - batch.len());
+        let (queued, garbage) = crate::settle::dequeue_batch(&SHARED, queue_id, max - batch.len());
         rt.metrics.settle_dropped(garbage);
         if !queued.is_empty() {
-            rt.metrics.settle_depth(read_u64(&HOST, DEPTH_KEY).0);
+            rt.metrics.settle_depth(read_u64(&SHARED, DEPTH_KEY).0);
         }
         batch.extend(queued);
         batch

@@ -4,7 +4,7 @@
 //! When a batch may leave, and what a failed one becomes, is the core's
 //! ([`ankusa_core::hook::settle`]).
 
-use crate::runtime::{call_store, Runtime, HOST};
+use crate::runtime::{call_store, Runtime, SHARED};
 use crate::settle;
 use crate::shared::now_us;
 use ankusa_core::cas::read_u64;
@@ -42,7 +42,7 @@ impl Drainer {
             .values()
             .any(|b| matches!(b, Background::Settle(_)));
         if !drain_due(
-            &HOST,
+            &SHARED,
             in_flight,
             fleet.breaker,
             now_us,
@@ -50,12 +50,12 @@ impl Drainer {
         ) {
             return;
         }
-        let (batch, garbage) = settle::dequeue_batch(&HOST, queue_id, fleet.settle_batch_max);
+        let (batch, garbage) = settle::dequeue_batch(&SHARED, queue_id, fleet.settle_batch_max);
         rt.metrics.settle_dropped(garbage);
         if batch.is_empty() {
             return;
         }
-        rt.metrics.settle_depth(read_u64(&HOST, DEPTH_KEY).0);
+        rt.metrics.settle_depth(read_u64(&SHARED, DEPTH_KEY).0);
         let body = request_body(&batch);
         match call(rt, SETTLE_PATH, &body) {
             Some(token) => {

@@ -6,8 +6,8 @@
 //! call, so whole hook lives run without Envoy.
 
 use crate::headers;
-use crate::runtime::{call_store, Runtime, HOST};
-use crate::shared::{now_us, HostStore};
+use crate::runtime::{call_store, Runtime, SHARED};
+use crate::shared::{now_us, SharedData};
 use ankusa_core::cas::CasStore;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{self, Effect, Env, Flow, Level, Metric, Step};
@@ -92,7 +92,7 @@ pub fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Fl
 pub struct ProxyHost(pub Rc<Runtime>);
 
 impl Host for ProxyHost {
-    type Store = HostStore;
+    type Store = SharedData;
 
     fn worker(&self) -> &Worker {
         &self.0.worker
@@ -102,8 +102,8 @@ impl Host for ProxyHost {
         self.0.node()
     }
 
-    fn store(&self) -> &HostStore {
-        &HOST
+    fn store(&self) -> &SharedData {
+        &SHARED
     }
 
     fn now_us(&self) -> u64 {

@@ -10,7 +10,7 @@ use ankusa_core::hook::machine::{self, Effect, Flow, Step};
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;
 
-pub struct Hook<H: Host> {
+pub struct HookContext<H: Host> {
     /// None: the filter has no configuration.
     host: Option<H>,
     machine: machine::Hook,
@@ -72,9 +72,9 @@ fn action(flow: Flow) -> Action {
     }
 }
 
-impl<H: Host> Hook<H> {
-    pub fn new(host: Option<H>) -> Hook<H> {
-        Hook {
+impl<H: Host> HookContext<H> {
+    pub fn new(host: Option<H>) -> HookContext<H> {
+        HookContext {
             host,
             machine: machine::Hook::new(),
             batching: Batching::default(),
@@ -82,13 +82,13 @@ impl<H: Host> Hook<H> {
     }
 
     /// The hook of HTTP context `id`.
-    pub fn in_context(mut self, id: u32) -> Hook<H> {
+    pub fn in_context(mut self, id: u32) -> HookContext<H> {
         self.batching.id = id;
         self
     }
 }
 
-impl<H: Host> Hook<H> {
+impl<H: Host> HookContext<H> {
     /// A step of the request's body or trailers. A machine parked waiting
     /// for its worker's batched call (see [`crate::batch`]) takes the event
     /// where it is parked and stays there, the request paused meanwhile.
@@ -110,7 +110,7 @@ impl<H: Host> Hook<H> {
     }
 }
 
-impl<H: Host> Context for Hook<H> {
+impl<H: Host> Context for HookContext<H> {
     fn on_http_call_response(
         &mut self,
         _token: u32,
@@ -158,7 +158,7 @@ impl<H: Host> Context for Hook<H> {
 //   nothing a stream's flow could read.
 // - `HttpContext::on_log` and `Context::on_http_call_response` are
 //   implemented above and below.
-impl<H: Host> HttpContext for Hook<H> {
+impl<H: Host> HttpContext for HookContext<H> {
     fn on_http_request_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {
         let Some(host) = &self.host else {
             for effect in machine::not_configured().effects {

@@ -207,7 +207,7 @@ impl Host for Rc<MockHost> {
 /// The root's side of batching over the same host: a batched call is
 /// recorded with the hooks' own calls (its token: its place among them).
 impl Root for Rc<MockHost> {
-    type Hook = Rc<MockHost>;
+    type HookHost = Rc<MockHost>;
 
     fn now_us(&self) -> u64 {
         self.now_us.get()

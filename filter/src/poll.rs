@@ -7,7 +7,7 @@
 //! reads and writes, the metrics and the log lines.
 
 use crate::metrics::Metrics;
-use crate::runtime::{get_store, Runtime, HOST};
+use crate::runtime::{get_store, Runtime, SHARED};
 use crate::shared::now_us;
 use ankusa_core::clock::every_due;
 use ankusa_core::overrides::node_list::{parse_page, poll_due, MAX_OVERRIDES};
@@ -36,10 +36,10 @@ impl Poller {
     pub fn tick(&mut self, rt: &Runtime) {
         let fleet = &rt.config().fleet;
         let in_flight = self.inflight.is_some();
-        if !poll_due(&HOST, in_flight, fleet.breaker, now_us() / 1_000) {
+        if !poll_due(&SHARED, in_flight, fleet.breaker, now_us() / 1_000) {
             return;
         }
-        let query = next_query(&HOST, &configured_tenants(rt.config()));
+        let query = next_query(&SHARED, &configured_tenants(rt.config()));
         match get_store(fleet, &query.path(), fleet.timeout_ms) {
             Ok(token) => self.inflight = Some((token, query)),
             Err(status) => self.failed(
@@ -70,7 +70,7 @@ impl Poller {
         };
         let now_ms = now_us() / 1_000;
         let applied = apply_page(
-            &HOST,
+            &SHARED,
             &asked,
             page,
             &configured_tenants(rt.config()),

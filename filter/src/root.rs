@@ -2,12 +2,12 @@
 //!
 //! `on_configure` builds the [`Runtime`] (refusing a bad configuration with a
 //! log line naming the field) and sets the tick; `on_tick` drives the
-//! [`Drainer`] and the override [`Poller`]; every HTTP context gets a [`Hook`] over the runtime.
+//! [`Drainer`] and the override [`Poller`]; every HTTP context gets a [`HookContext`] over the runtime.
 
 use crate::batch_call::ProxyRoot;
 use crate::drain::Drainer;
 use crate::host::{Host, ProxyHost};
-use crate::http::Hook;
+use crate::http::HookContext;
 use crate::poll::Poller;
 use crate::runtime::Runtime;
 use ankusa_core::hook::settle::tick_ms;
@@ -125,7 +125,7 @@ impl RootContext for Root {
 
     fn create_http_context(&self, context_id: u32) -> Option<Box<dyn HttpContext>> {
         Some(Box::new(
-            Hook::new(self.runtime.clone().map(ProxyHost)).in_context(context_id),
+            HookContext::new(self.runtime.clone().map(ProxyHost)).in_context(context_id),
         ))
     }
 

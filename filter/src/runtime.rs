@@ -5,7 +5,7 @@
 
 use crate::metrics::Metrics;
 use crate::settle;
-use crate::shared::HostStore;
+use crate::shared::SharedData;
 use ankusa_core::config::{Config, FleetConfig};
 use ankusa_core::edge_keys;
 use ankusa_core::edges;
@@ -20,7 +20,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// The one shared-data map, seen through the core's seam.
-pub static HOST: HostStore = HostStore;
+pub static SHARED: SharedData = SharedData;
 
 thread_local! {
     /// `Bearer <token>` for every store call, read once per VM in
@@ -80,7 +80,7 @@ impl Runtime {
             .ok()
             .flatten()
             .unwrap_or_default();
-        let worker = Worker::configure(&bytes, |name| std::env::var(name).ok(), &HOST)?;
+        let worker = Worker::configure(&bytes, |name| std::env::var(name).ok(), &SHARED)?;
         read_token(&worker.config)?;
         let metrics = Metrics::define();
         let queue_id = hostcalls::register_shared_queue(edge_keys::SETTLE_QUEUE).ok();
@@ -94,11 +94,11 @@ impl Runtime {
         if runtime.config().uses_store() {
             // The share in force before any answer: the count the node last
             // heard (kept across reloads), or the configuration's.
-            let live = edges::heard(&HOST);
+            let live = edges::heard(&SHARED);
             let share_ppm = edges::share_of(&runtime.config().fleet, live).ppm();
             runtime.metrics.edges(live, share_ppm);
         }
-        let changed = reload::note_limit_changes(&HOST, runtime.config());
+        let changed = reload::note_limit_changes(&SHARED, runtime.config());
         if !changed.is_empty() {
             log::info!("ankusa: limits changed for {changed:?}; their buckets were reset");
         }
@@ -162,9 +162,12 @@ impl Runtime {
     /// and counts the drop.
     fn enqueue(&self, item: Queued) {
         let outcome = match self.queue_id {
-            Some(id) => {
-                settle::enqueue(&HOST, id, self.worker.config.fleet.settle_queue_max, &item)
-            }
+            Some(id) => settle::enqueue(
+                &SHARED,
+                id,
+                self.worker.config.fleet.settle_queue_max,
+                &item,
+            ),
             None => Enqueued::Dropped,
         };
         match outcome {

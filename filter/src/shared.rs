@@ -11,9 +11,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Envoy's shared-data map for this plugin's `vm_id`, shared by every worker.
 #[derive(Clone, Copy, Default, Debug)]
-pub struct HostStore;
+pub struct SharedData;
 
-impl CasStore for HostStore {
+impl CasStore for SharedData {
     fn get(&self, key: &str) -> (Vec<u8>, u32) {
         match hostcalls::get_shared_data(key) {
             Ok((value, cas)) => (value.unwrap_or_default(), cas.unwrap_or(0)),

@@ -3,7 +3,7 @@
 //! and each hook gets its own share of the answer in its own context.
 
 use super::*;
-use crate::http::Hook;
+use crate::http::HookContext;
 use crate::mock::MockHost;
 use ankusa_core::hook::machine::Metric;
 use ankusa_core::hook::outcome::Outcome;
@@ -21,7 +21,7 @@ const FLEET: &str = r#"{"node":"edge-1",
 const WAKE: u32 = 9;
 const OK: &str = r#"{"result":"ok"}"#;
 
-type TestHook = Hook<Rc<MockHost>>;
+type TestHook = HookContext<Rc<MockHost>>;
 
 /// A worker with batching on (its wake queue registered).
 fn worker() -> Rc<MockHost> {
@@ -34,7 +34,7 @@ fn worker_with(config: &str) -> Rc<MockHost> {
     host
 }
 
-/// Hook `id` sends its headers (delivery `delivery`, a body to follow).
+/// HookContext `id` sends its headers (delivery `delivery`, a body to follow).
 fn arrive(host: &Rc<MockHost>, id: u32, delivery: &str) -> (TestHook, Action) {
     host.request(
         &[
@@ -45,7 +45,7 @@ fn arrive(host: &Rc<MockHost>, id: u32, delivery: &str) -> (TestHook, Action) {
         ],
         b"{}",
     );
-    let mut hook = Hook::new(Some(Rc::clone(host))).in_context(id);
+    let mut hook = HookContext::new(Some(Rc::clone(host))).in_context(id);
     let action = hook.on_http_request_headers(5, false);
     (hook, action)
 }

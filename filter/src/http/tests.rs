@@ -31,13 +31,18 @@ fn post(host: &MockHost, body: &str) {
 }
 
 /// A hook whose headers came with its body still to follow.
-fn start(config: &str) -> (Rc<MockHost>, Hook<Rc<MockHost>>) {
+fn start(config: &str) -> (Rc<MockHost>, HookContext<Rc<MockHost>>) {
     let host = MockHost::new(config, &[]);
-    let hook = Hook::new(Some(host.clone()));
+    let hook = HookContext::new(Some(host.clone()));
     (host, hook)
 }
 
-fn store_answers(hook: &mut Hook<Rc<MockHost>>, host: &MockHost, status: Option<&str>, body: &str) {
+fn store_answers(
+    hook: &mut HookContext<Rc<MockHost>>,
+    host: &MockHost,
+    status: Option<&str>,
+    body: &str,
+) {
     host.answer(status, body);
     hook.on_http_call_response(1, 0, body.len(), 0);
 }
@@ -74,7 +79,7 @@ fn set(host: &MockHost, name: &str) -> Option<Option<String>> {
 }
 
 /// Headers (body to follow), the store's `status`/`answer`, then the body's end.
-fn fleet_hook(status: Option<&str>, answer: &str) -> (Rc<MockHost>, Hook<Rc<MockHost>>) {
+fn fleet_hook(status: Option<&str>, answer: &str) -> (Rc<MockHost>, HookContext<Rc<MockHost>>) {
     let (host, mut hook) = start(FLEET);
     post(&host, "{}");
     assert!(matches!(
@@ -203,7 +208,7 @@ fn an_open_breaker_skips_the_store() {
         host.metrics.borrow().contains(&Metric::BreakerState(1)),
         "opened"
     );
-    let mut second = Hook::new(Some(host.clone()));
+    let mut second = HookContext::new(Some(host.clone()));
     post(&host, "{}");
     assert!(matches!(
         second.on_http_request_headers(5, true),
@@ -268,7 +273,7 @@ fn a_node_429_after_a_fleet_ok_releases_the_claim() {
     );
     let host = MockHost::new(&config, &[]);
     for expect in ["admitted", "refused"] {
-        let mut hook = Hook::new(Some(host.clone()));
+        let mut hook = HookContext::new(Some(host.clone()));
         post(&host, "{}");
         hook.on_http_request_headers(5, true);
         store_answers(&mut hook, &host, Some("200"), r#"{"result":"ok"}"#);
@@ -288,7 +293,7 @@ fn a_forged_signature_is_401_and_charges_nothing() {
         "dedupe":{"scope":"fleet"}}"#;
     let host = MockHost::new(config, &[("GH_SECRET", "s3cret")]);
     let before = host.store.clone();
-    let mut hook = Hook::new(Some(host.clone()));
+    let mut hook = HookContext::new(Some(host.clone()));
     post(&host, "{}");
     assert!(
         matches!(hook.on_http_request_headers(5, false), Action::Pause),
@@ -312,7 +317,7 @@ fn a_chunked_body_over_the_limit_is_413_without_waiting_for_its_end() {
         r#""node":"edge-1","max_body_bytes":4,"#,
     );
     let host = MockHost::new(&config, &[]);
-    let mut hook = Hook::new(Some(host.clone()));
+    let mut hook = HookContext::new(Some(host.clone()));
     host.request(
         &[
             (":path", "/webhooks/gh"),
@@ -356,7 +361,7 @@ fn a_get_is_405_and_an_unknown_source_404() {
 
 #[test]
 fn an_unconfigured_filter_answers_503_and_forwards_nothing() {
-    let mut hook: Hook<Rc<MockHost>> = Hook::new(None);
+    let mut hook: HookContext<Rc<MockHost>> = HookContext::new(None);
     assert!(matches!(
         hook.on_http_request_headers(2, false),
         Action::Pause
@@ -435,7 +440,7 @@ fn a_forged_signature_followed_by_trailers_is_401_on_the_trailers() {
         "rate_limits":{"scope":"fleet","default":{"rate":1,"burst":1}},
         "dedupe":{"scope":"fleet"}}"#;
     let host = MockHost::new(config, &[("GH_SECRET", "s3cret")]);
-    let mut hook = Hook::new(Some(host.clone()));
+    let mut hook = HookContext::new(Some(host.clone()));
     post(&host, "{}");
     assert!(matches!(
         hook.on_http_request_headers(5, false),
