@@ -39,6 +39,12 @@ pub fn wait_ms(wait_us: u64) -> u64 {
     wait_us.div_ceil(1_000).max(1)
 }
 
+/// A wait in ms as the whole seconds a sender is told (`Retry-After`, the
+/// RateLimit headers' reset): rounded up, at least 1.
+pub fn wait_secs(wait_ms: u64) -> u64 {
+    wait_ms.div_ceil(1_000).max(1)
+}
+
 /// One bucket's state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct Bucket {

@@ -128,7 +128,7 @@ pub fn standing(quota: Quota, bucket: Option<Bucket>, now_us: u64) -> Standing {
 pub fn denied(retry_after_ms: u64) -> Standing {
     Standing {
         remaining: 0,
-        reset_s: retry_after_ms.div_ceil(1000).max(1),
+        reset_s: crate::gcra::wait_secs(retry_after_ms),
     }
 }
 

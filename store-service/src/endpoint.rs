@@ -3,6 +3,7 @@
 //! in `ankusa_store_requests_total`. The router reads every one of them here.
 
 use crate::tokens::Role;
+use ankusa_core::wire;
 use hyper::Method;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +37,7 @@ impl Endpoint {
     /// The endpoint `path` reaches, if any.
     pub fn of(path: &str) -> Option<Endpoint> {
         Endpoint::ALL.into_iter().find(|e| match e {
-            Endpoint::Override => path.starts_with("/v1/overrides/"),
+            Endpoint::Override => path.starts_with(wire::OVERRIDE_PREFIX),
             e => path == e.path(),
         })
     }
@@ -44,11 +45,11 @@ impl Endpoint {
     /// Its path; `Override`'s is followed by `/<tenant>`.
     pub fn path(self) -> &'static str {
         match self {
-            Endpoint::Hit => "/v1/hit",
-            Endpoint::Hits => "/v1/hits",
-            Endpoint::Settle => "/v1/settle",
-            Endpoint::Reset => "/v1/reset",
-            Endpoint::Overrides | Endpoint::Override => "/v1/overrides",
+            Endpoint::Hit => wire::HIT_PATH,
+            Endpoint::Hits => wire::HITS_PATH,
+            Endpoint::Settle => wire::SETTLE_PATH,
+            Endpoint::Reset => wire::RESET_PATH,
+            Endpoint::Overrides | Endpoint::Override => wire::OVERRIDES_PATH,
             Endpoint::Metrics => "/metrics",
             Endpoint::Healthz => "/healthz",
             Endpoint::Readyz => "/readyz",

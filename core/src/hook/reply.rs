@@ -3,9 +3,7 @@
 use crate::verify::Refusal;
 
 /// `Retry-After` in whole seconds, at least 1 (a 0 invites an instant retry storm).
-pub fn retry_after_secs(ms: u64) -> u64 {
-    ms.div_ceil(1_000).max(1)
-}
+pub use crate::gcra::wait_secs as retry_after_secs;
 
 /// A local reply: status, JSON body, extra headers.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -23,6 +23,7 @@ pub use crate::override_log::parse_override as parse;
 use crate::override_log::{self, parse_override};
 use ankusa_core::overrides::page::ListQuery;
 use ankusa_core::overrides::{check_tenant, Override, OverrideRequest};
+use ankusa_core::wire::OVERRIDE_PREFIX;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -50,7 +51,7 @@ fn observe(backend: &Backend, started: Instant) {
 
 /// The tenant of `/v1/overrides/<tenant>`, checked as a name.
 fn tenant_of(path: &str) -> Result<String, StoreError> {
-    let tenant = path.trim_start_matches("/v1/overrides/");
+    let tenant = path.trim_start_matches(OVERRIDE_PREFIX);
     check_tenant(tenant).map_err(|e| StoreError::BadRequest(e.to_string()))?;
     Ok(tenant.to_string())
 }
@@ -105,7 +106,7 @@ pub async fn one(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
         }
         ref other => Err(StoreError::MethodNotAllowed {
             method: other.to_string(),
-            path: format!("/v1/overrides/{tenant}"),
+            path: format!("{OVERRIDE_PREFIX}{tenant}"),
         }),
     }
 }

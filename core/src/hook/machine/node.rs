@@ -90,7 +90,7 @@ impl Hook {
                         op: SettleOp::Release { claim },
                     }));
                 }
-                let mut reply = LocalReply::rate_limited(retry_after_us.div_ceil(1_000));
+                let mut reply = LocalReply::rate_limited(crate::gcra::wait_ms(retry_after_us));
                 reply.headers = headers;
                 self.reply(Outcome::RateLimited, reply)
             }
