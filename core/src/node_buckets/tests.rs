@@ -378,7 +378,9 @@ fn concurrent_threads_admit_exactly_burst() {
                     // lose crate::cas::MAX_TRIES races in a row (a Contended
                     // admit, tested above); what this test pins is that
                     // no write is lost, so it asks again.
-                    loop {
+                    // Bounded: a charge that is always contended fails here.
+                    for tries in 0.. {
+                        assert!(tries < 10_000, "contended {tries} times in a row");
                         match nb.charge("acme", NOW, &[hooks(BURST)]) {
                             NodeVerdict::Admit => {
                                 admitted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

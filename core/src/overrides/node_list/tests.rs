@@ -159,11 +159,16 @@ fn no_poll_while_the_breaker_is_open() {
     let policy = BreakerPolicy::default();
     let breaker = Breaker::new(&s, BREAKER_KEY, policy);
     let mut now_us = NOW * 1_000;
-    while breaker.state(now_us) != BreakerState::Open {
+    // Bounded: a breaker that never opens fails here, not hangs.
+    for _ in 0..1_000 {
+        if breaker.state(now_us) == BreakerState::Open {
+            break;
+        }
         let permit = breaker.admit_call(now_us);
         breaker.record(now_us, permit, false);
         now_us += 1_000;
     }
+    assert_eq!(breaker.state(now_us), BreakerState::Open);
     assert!(!poll_due(&s, false, policy, now_us / 1_000));
     let after_us = now_us + policy.open_ms * 1_000;
     assert!(
