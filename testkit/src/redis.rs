@@ -20,7 +20,19 @@ impl Redis {
 
     /// Starts on `port` with its files in `dir` (used to restart on the same port).
     pub fn start_on(port: u16, dir: &std::path::Path) -> Redis {
-        let cmd = server_command(port, dir);
+        Self::spawn(server_command(port, dir), port, dir)
+    }
+
+    /// [`Redis::start_on`] with an append-only file in `dir`, synced every
+    /// second (`appendfsync everysec`, as docs/compose.md recommends):
+    /// restarted on the same `dir`, it loads its keys back.
+    pub fn start_aof_on(port: u16, dir: &std::path::Path) -> Redis {
+        let mut cmd = server_command(port, dir);
+        cmd.args(["--appendonly", "yes", "--appendfsync", "everysec"]);
+        Self::spawn(cmd, port, dir)
+    }
+
+    fn spawn(cmd: Command, port: u16, dir: &std::path::Path) -> Redis {
         let mut proc = Proc::spawn("redis-server", cmd, &dir.join(format!("redis-{port}.log")));
         proc.wait_for_port(port, Duration::from_secs(10));
         Redis {

@@ -36,6 +36,7 @@ rows! {
     store_killed_and_restarted => Fault::StoreKilled, true;
     store_blackholed => Fault::StoreBlackholed, true;
     redis_killed_and_restarted_empty => Fault::RedisKilled, true;
+    redis_killed_and_restarted_from_its_aof => Fault::RedisKilledAof, true;
     redis_flushall => Fault::RedisFlushall, true;
     store_slow_below_timeout => Fault::StoreSlowBelow, true;
     #[ignore = "full fault suite: scripts/reliability.sh"]

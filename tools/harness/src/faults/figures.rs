@@ -142,6 +142,7 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
     Row {
         fault: fault.name().into(),
         notes: std::mem::take(&mut fleet.notes),
+        redis_keys_after_restart: fleet.redis_keys_after_restart,
         events: plan.events as u64,
         deliveries: run.outcome.tally.sent,
         acknowledged_events: acked_events,

@@ -53,6 +53,8 @@ pub struct FaultFleet {
     pub(super) migration: Option<(u16, u16, u16)>,
     /// What the fault and the heal did, in words, for the table.
     pub notes: Vec<String>,
+    /// Keys a restarted Redis held when it answered again.
+    pub redis_keys_after_restart: Option<u64>,
     pub store: Store,
     pub store_proxy: FaultProxy,
     pub intake: Intake,
@@ -65,12 +67,16 @@ pub struct FaultFleet {
 }
 
 impl FaultFleet {
-    pub fn start(config: &serde_json::Value, on_cluster: bool) -> FaultFleet {
+    /// The fleet of `fault`'s row: a Redis Cluster with replicas, or one
+    /// Redis (keeping an append-only file when the row needs one).
+    pub fn start(config: &serde_json::Value, fault: Fault) -> FaultFleet {
         let dir = scratch_dir("faults");
         let redis_dir = dir.join("redis");
         let _ = std::fs::create_dir_all(&redis_dir);
-        let (redis, cluster) = if on_cluster {
+        let (redis, cluster) = if fault.on_cluster() {
             (None, Some(RedisCluster::start_replicated()))
+        } else if fault.redis_aof() {
+            (Some(Redis::start_aof_on(free_port(), &redis_dir)), None)
         } else {
             (Some(Redis::start_on(free_port(), &redis_dir)), None)
         };
@@ -112,6 +118,7 @@ impl FaultFleet {
             cluster,
             migration: None,
             notes: Vec::new(),
+            redis_keys_after_restart: None,
             store,
             store_proxy,
             intake,

@@ -46,7 +46,7 @@ pub(super) fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicB
             "503 Service Unavailable",
             b"{\"error\":\"redis_unavailable\"}",
         ))),
-        Fault::RedisKilled => fleet.redis().proc.signal("KILL"),
+        Fault::RedisKilled | Fault::RedisKilledAof => fleet.redis().proc.signal("KILL"),
         Fault::RedisFrozen => fleet.redis().proc.signal("STOP"),
         Fault::RedisFlushall => {
             let _ = fleet.redis().cli(&["FLUSHALL"]);
@@ -117,10 +117,22 @@ pub(super) fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBoo
             fleet.store = Store::start_on(port, &fleet.redis_url(), &STORE_ARGS);
         }
         Fault::StoreFrozen => fleet.store.proc.signal("CONT"),
-        Fault::RedisKilled => {
+        Fault::RedisKilled | Fault::RedisKilledAof => {
             let (port, dir) = (fleet.redis().port, fleet.redis().dir.clone());
             let _ = fleet.redis().proc.stop(Duration::from_secs(1));
-            fleet.redis = Some(Redis::start_on(port, &dir));
+            let redis = if fault.redis_aof() {
+                Redis::start_aof_on(port, &dir)
+            } else {
+                Redis::start_on(port, &dir)
+            };
+            let keys = redis.cli(&["DBSIZE"]);
+            if fault.redis_aof() {
+                fleet.notes.push(format!(
+                    "restarted with {keys} keys loaded from its append-only file"
+                ));
+            }
+            fleet.redis_keys_after_restart = keys.parse().ok();
+            fleet.redis = Some(redis);
         }
         Fault::RedisFrozen => fleet.redis().proc.signal("CONT"),
         Fault::ClusterFailover => {

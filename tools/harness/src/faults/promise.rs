@@ -43,6 +43,14 @@ impl Row {
                 self.fault, self.acknowledged_events, self.events
             ));
         }
+        if self.fault == "redis-killed-restarted-from-aof"
+            && self.redis_keys_after_restart.unwrap_or(0) == 0
+        {
+            return Some(format!(
+                "{}: Redis came back with {:?} keys: its append-only file kept no dedupe window",
+                self.fault, self.redis_keys_after_restart
+            ));
+        }
         if self.store_proxy_refused > 0 {
             return Some(format!(
                 "{}: the fault proxy in front of the store closed {} connections at its bound: \

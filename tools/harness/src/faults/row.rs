@@ -121,6 +121,10 @@ pub struct Row {
     /// The fewest live edges an edge had heard, as it changed over the row.
     #[serde(default)]
     pub live_edges: Transitions,
+    /// Keys a restarted Redis held the moment it answered again (None: no
+    /// Redis was restarted in the row).
+    #[serde(default)]
+    pub redis_keys_after_restart: Option<u64>,
 }
 
 impl Row {

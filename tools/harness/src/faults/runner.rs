@@ -32,7 +32,7 @@ pub fn run_row_with(
     seed: u64,
     tweak: impl FnOnce(&mut FaultFleet),
 ) -> Row {
-    let mut fleet = FaultFleet::start(&row_config(fault), fault.on_cluster());
+    let mut fleet = FaultFleet::start(&row_config(fault), fault);
     tweak(&mut fleet);
     let options = Options {
         edges: fleet.edge_urls(),

@@ -23,6 +23,9 @@ pub enum Fault {
     Store503,
     /// Redis SIGKILLed, restarted empty on its port (keys and scripts lost).
     RedisKilled,
+    /// Redis with an append-only file (`everysec`) SIGKILLed, restarted on
+    /// its port from that file (at most the last second of writes lost).
+    RedisKilledAof,
     /// Redis SIGSTOPped, SIGCONTed at heal.
     RedisFrozen,
     /// `FLUSHALL` mid-run (the dedupe window and every bucket gone at once).
@@ -48,7 +51,7 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 18] = [
+    pub const ALL: [Fault; 19] = [
         Fault::StoreKilled,
         Fault::StoreFrozen,
         Fault::StoreBlackholed,
@@ -58,6 +61,7 @@ impl Fault {
         Fault::Store401,
         Fault::Store503,
         Fault::RedisKilled,
+        Fault::RedisKilledAof,
         Fault::RedisFrozen,
         Fault::RedisFlushall,
         Fault::EdgeKilled,
@@ -80,6 +84,7 @@ impl Fault {
             Fault::Store401 => "store-401",
             Fault::Store503 => "store-503",
             Fault::RedisKilled => "redis-killed-restarted-empty",
+            Fault::RedisKilledAof => "redis-killed-restarted-from-aof",
             Fault::RedisFrozen => "redis-frozen",
             Fault::RedisFlushall => "redis-flushall",
             Fault::EdgeKilled => "edge-killed",
@@ -94,6 +99,11 @@ impl Fault {
 
     pub fn from_name(name: &str) -> Option<Fault> {
         Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Whether the row's Redis keeps an append-only file.
+    pub fn redis_aof(self) -> bool {
+        self == Fault::RedisKilledAof
     }
 
     /// Whether the row runs against a Redis Cluster (with replicas).
