@@ -223,3 +223,74 @@ fn settles_ride_on_batched_hit_calls_and_every_claim_is_committed() {
     );
     assert_eq!(edge.stat("ankusa_fleet_settle_dropped_total"), 0.0);
 }
+
+/// A hook whose sender goes away while the batched call carrying its hit is
+/// in flight releases the claim that call wrote: a redelivery is admitted at
+/// once, not told 409 until `fleet.pending_ttl_ms` (30 s here).
+#[test]
+fn a_sender_gone_while_its_batched_call_is_in_flight_releases_the_claim() {
+    use ankusa_testkit::fault::{FaultProxy, Mode};
+    use std::io::Write;
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    // The store runs each call at once; its answer reaches the edge 400 ms
+    // later, so each call stays in flight that long after its claim exists.
+    let proxy = FaultProxy::start(store.port);
+    proxy.set_mode(Mode::DelayResponse(Duration::from_millis(400)));
+    let intake = Intake::start();
+    let mut config = fleet_config(100, 5);
+    config["fleet"]["timeout_ms"] = serde_json::json!(2_000);
+    config["fleet"]["pending_ttl_ms"] = serde_json::json!(30_000);
+    let edge = edge("edge-a", intake.port, proxy.port, config);
+    let send = |delivery: &str| {
+        let mut conn =
+            std::net::TcpStream::connect(("127.0.0.1", edge.spec.listen_port)).expect("connect");
+        let head = format!(
+            "POST /webhooks/gh HTTP/1.1\r\nhost: x\r\nx-github-delivery: {delivery}\r\n\
+             content-length: 2\r\n\r\n{{}}"
+        );
+        conn.write_all(head.as_bytes()).expect("send");
+        conn
+    };
+    // The first hook's own call is in flight: the second waits for it, then
+    // leaves on the call the worker's root sends.
+    let first = send("lead-1");
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["EXISTS", &claim_key("lead-1")])
+            == "1"),
+        "the first hook's call never reached the store"
+    );
+    let sent = Instant::now();
+    let second = send("gone-b");
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["GET", &claim_key("gone-b")])
+            .starts_with("p:")),
+        "the second hook's call never reached the store\n{}",
+        edge.log_tail()
+    );
+    // It waited for the first call's answer (held 400 ms): it rode the
+    // worker's next call, not a call of its own.
+    let waited = sent.elapsed();
+    assert!(
+        waited >= Duration::from_millis(200),
+        "the second hook's hit reached the store after {waited:?}: it did not wait for the call in flight"
+    );
+    // Its call is in flight (the answer held 400 ms): the sender leaves.
+    drop(second);
+    assert!(
+        eventually(Duration::from_secs(10), || redis
+            .cli(&["EXISTS", &claim_key("gone-b")])
+            == "0"),
+        "the claim outlived its sender: {}\n{}",
+        redis.cli(&["GET", &claim_key("gone-b")]),
+        edge.log_tail()
+    );
+    assert_eq!(
+        deliver(&edge, "/webhooks/gh", "gone-b").status,
+        201,
+        "the redelivery is admitted"
+    );
+    drop(first);
+}
