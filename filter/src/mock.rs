@@ -8,6 +8,7 @@ use crate::host::Host;
 use ankusa_core::cas::MapStore;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{Level, Metric};
+use ankusa_core::hook::outcome::Outcome;
 use ankusa_core::hook::reply::LocalReply;
 use ankusa_core::hook::settle::Queued;
 use ankusa_core::hook::worker::Worker;
@@ -84,6 +85,18 @@ impl MockHost {
             rode: RefCell::default(),
             answer: RefCell::default(),
         })
+    }
+
+    /// The admission outcomes counted so far, in order.
+    pub fn admissions(&self) -> Vec<Outcome> {
+        self.metrics
+            .borrow()
+            .iter()
+            .filter_map(|m| match m {
+                Metric::Admission(o) => Some(*o),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The request the sender makes.

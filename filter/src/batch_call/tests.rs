@@ -50,15 +50,22 @@ fn arrive(host: &Rc<MockHost>, id: u32, delivery: &str) -> (TestHook, Action) {
     (hook, action)
 }
 
-fn admissions(host: &MockHost) -> Vec<Outcome> {
-    host.metrics
-        .borrow()
-        .iter()
-        .filter_map(|m| match m {
-            Metric::Admission(o) => Some(*o),
-            _ => None,
-        })
-        .collect()
+/// The release of an earlier hook's claim, held by the worker.
+fn old_release() -> Queued {
+    Queued {
+        retries: 0,
+        op: SettleOp::Release {
+            claim: Claim {
+                tenant: "acme".into(),
+                source_id: "gh".into(),
+                key: "old".into(),
+                hook_id: "h-old".into(),
+                node: "edge-1".into(),
+                ttl_ms: 60_000,
+                pending_ttl_ms: 5_000,
+            },
+        },
+    }
 }
 
 /// The root reads its wake queue.
@@ -119,7 +126,7 @@ fn hooks_arriving_during_a_call_ride_the_next_one_and_each_gets_its_own_answer()
     );
     assert_eq!(host.resumed.get(), 2, "the second goes on");
     assert_eq!(
-        admissions(&host),
+        host.admissions(),
         [Outcome::Admitted, Outcome::Admitted, Outcome::Duplicate]
     );
     let replies = host.replies.borrow().clone();
@@ -205,19 +212,7 @@ fn a_hook_gone_while_its_batch_is_in_flight_is_not_answered_and_releases_its_cla
 #[test]
 fn held_settles_ride_on_a_batch_and_are_reported_back() {
     let host = worker();
-    let claim = Claim {
-        tenant: "acme".into(),
-        source_id: "gh".into(),
-        key: "old".into(),
-        hook_id: "h-old".into(),
-        node: "edge-1".into(),
-        ttl_ms: 60_000,
-        pending_ttl_ms: 5_000,
-    };
-    let op = Queued {
-        retries: 0,
-        op: SettleOp::Release { claim },
-    };
+    let op = old_release();
     host.worker.held.borrow_mut().hold(op.clone(), 0, 100);
     let (mut first, _) = arrive(&host, 1, "d-1");
     let _second = arrive(&host, 2, "d-2");
@@ -236,24 +231,7 @@ fn held_settles_ride_on_a_batch_and_are_reported_back() {
 #[test]
 fn a_single_waiting_hook_leaves_on_the_single_path_without_settles() {
     let host = worker();
-    host.worker.held.borrow_mut().hold(
-        Queued {
-            retries: 0,
-            op: SettleOp::Release {
-                claim: Claim {
-                    tenant: "acme".into(),
-                    source_id: "gh".into(),
-                    key: "old".into(),
-                    hook_id: "h-old".into(),
-                    node: "edge-1".into(),
-                    ttl_ms: 60_000,
-                    pending_ttl_ms: 5_000,
-                },
-            },
-        },
-        0,
-        100,
-    );
+    host.worker.held.borrow_mut().hold(old_release(), 0, 100);
     let (mut first, _) = arrive(&host, 1, "d-1");
     let _second = arrive(&host, 2, "d-2");
     host.answer(Some("200"), OK);

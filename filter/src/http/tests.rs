@@ -47,17 +47,6 @@ fn store_answers(
     hook.on_http_call_response(1, 0, body.len(), 0);
 }
 
-fn admissions(host: &MockHost) -> Vec<Outcome> {
-    host.metrics
-        .borrow()
-        .iter()
-        .filter_map(|m| match m {
-            Metric::Admission(o) => Some(*o),
-            _ => None,
-        })
-        .collect()
-}
-
 fn settled(host: &MockHost) -> Vec<&'static str> {
     host.settles
         .borrow()
@@ -109,7 +98,7 @@ fn a_fleet_ok_then_an_upstream_2xx_promotes_the_claim_under_the_upstreams_id() {
         set(&host, "x-ankusa-event-key"),
         Some(Some(DELIVERY.into()))
     );
-    assert_eq!(admissions(&host), [Outcome::Admitted]);
+    assert_eq!(host.admissions(), [Outcome::Admitted]);
     assert!(matches!(
         hook.on_http_request_body(2, true),
         Action::Continue
@@ -173,7 +162,7 @@ fn every_store_failure_answers_node_local_and_keeps_a_sent_claim() {
     ];
     for (status, body) in unreached {
         let (host, mut hook) = fleet_hook(status, body);
-        assert_eq!(admissions(&host), [Outcome::Admitted]);
+        assert_eq!(host.admissions(), [Outcome::Admitted]);
         host.respond(&[(":status", "200")]);
         hook.on_http_response_headers(2, false);
         hook.on_log();
@@ -215,7 +204,7 @@ fn an_open_breaker_skips_the_store() {
         Action::Continue
     ));
     assert_eq!(host.calls.borrow().len(), 1, "no second call while open");
-    assert_eq!(admissions(&host), [Outcome::Admitted, Outcome::Admitted]);
+    assert_eq!(host.admissions(), [Outcome::Admitted, Outcome::Admitted]);
     second.on_log();
     assert!(host.settles.borrow().is_empty(), "no call, no claim");
 }
@@ -238,7 +227,7 @@ fn a_duplicate_is_answered_201_with_the_original_id_once_the_body_is_in() {
         "{}",
         replies[0].body
     );
-    assert_eq!(admissions(&host), [Outcome::Duplicate]);
+    assert_eq!(host.admissions(), [Outcome::Duplicate]);
     assert_eq!(host.resumed.get(), 0);
 }
 
@@ -248,7 +237,7 @@ fn a_pending_key_is_a_409_with_retry_after() {
     hook.on_http_request_body(2, true);
     let reply = host.replies.borrow()[0].clone();
     assert_eq!((reply.status, reply.retry_after), (409, Some(2)));
-    assert_eq!(admissions(&host), [Outcome::Pending]);
+    assert_eq!(host.admissions(), [Outcome::Pending]);
 }
 
 #[test]
@@ -281,7 +270,7 @@ fn a_node_429_after_a_fleet_ok_releases_the_claim() {
             assert_eq!(host.replies.borrow()[0].status, 429);
         }
     }
-    assert_eq!(admissions(&host), [Outcome::Admitted, Outcome::RateLimited]);
+    assert_eq!(host.admissions(), [Outcome::Admitted, Outcome::RateLimited]);
     assert_eq!(settled(&host), ["release"], "the refused hook's claim");
 }
 
@@ -307,7 +296,7 @@ fn a_forged_signature_is_401_and_charges_nothing() {
     );
     assert!(host.calls.borrow().is_empty(), "no store call");
     assert!(host.store == before, "no node bucket written");
-    assert_eq!(admissions(&host), [Outcome::Unverified]);
+    assert_eq!(host.admissions(), [Outcome::Unverified]);
 }
 
 #[test]
@@ -355,8 +344,8 @@ fn a_get_is_405_and_an_unknown_source_404() {
     hook2.on_http_request_headers(2, true);
     assert_eq!(host.replies.borrow()[0].status, 405);
     assert_eq!(host2.replies.borrow()[0].status, 404);
-    assert_eq!(admissions(&host), [Outcome::BadMethod]);
-    assert_eq!(admissions(&host2), [Outcome::NotFound]);
+    assert_eq!(host.admissions(), [Outcome::BadMethod]);
+    assert_eq!(host2.admissions(), [Outcome::NotFound]);
 }
 
 #[test]
@@ -390,7 +379,7 @@ fn a_shadowed_duplicate_is_forwarded_counted_shadowed_and_settles_nothing() {
         .metrics
         .borrow()
         .contains(&Metric::Shadowed(Outcome::Duplicate)));
-    assert!(admissions(&host).is_empty(), "counted once, as shadowed");
+    assert!(host.admissions().is_empty(), "counted once, as shadowed");
     assert!(matches!(
         hook.on_http_request_body(2, true),
         Action::Continue
@@ -455,7 +444,7 @@ fn a_forged_signature_followed_by_trailers_is_401_on_the_trailers() {
     );
     assert_eq!(host.replies.borrow()[0].status, 401);
     assert!(host.calls.borrow().is_empty(), "no store call");
-    assert_eq!(admissions(&host), [Outcome::Unverified]);
+    assert_eq!(host.admissions(), [Outcome::Unverified]);
 }
 
 #[test]
@@ -477,7 +466,7 @@ fn trailers_while_the_store_call_is_in_flight_wait_for_its_answer() {
     );
     assert_eq!(host.replies.borrow()[0].status, 201);
     assert_eq!(host.resumed.get(), 0, "nothing went upstream");
-    assert_eq!(admissions(&host), [Outcome::Duplicate]);
+    assert_eq!(host.admissions(), [Outcome::Duplicate]);
 }
 
 #[test]
@@ -501,5 +490,5 @@ fn a_key_in_a_body_ended_by_trailers_is_claimed_then_forwarded() {
     assert_eq!(host.calls.borrow()[0].body["claim"]["key"], "evt_9");
     store_answers(&mut hook, &host, Some("200"), r#"{"result":"ok"}"#);
     assert_eq!(host.resumed.get(), 1, "forwarded once the store said ok");
-    assert_eq!(admissions(&host), [Outcome::Admitted]);
+    assert_eq!(host.admissions(), [Outcome::Admitted]);
 }
