@@ -141,6 +141,15 @@ mod tests {
     }
 
     #[test]
+    fn a_pinned_share_of_a_burst_is_burst_times_the_share() {
+        // 750 000 ppm is 3/4: the numerator counts, not only the denominator.
+        let share = Share::from_ppm(750_000);
+        assert_eq!(share.burst(20), 15);
+        assert_eq!(share.burst(3), 2);
+        assert_eq!(Share::from_ppm(600_000).burst(100), 60);
+    }
+
+    #[test]
     fn which_share_applies() {
         assert_eq!(resolve(None, 0, 1), Share::WHOLE);
         assert_eq!(resolve(None, 0, 4), Share::of_edges(4));

@@ -114,6 +114,26 @@ mod tests {
     }
 
     #[test]
+    fn riding_settles_are_checked_and_a_refusal_names_settle_i() {
+        let claim = |key: &str| crate::wire::Claim {
+            tenant: "acme".into(),
+            source_id: "gh".into(),
+            key: key.into(),
+            hook_id: "0190a5b2-7c1d-7aaa-8bbb-0123456789ab".into(),
+            node: "edge-1".into(),
+            ttl_ms: 60_000,
+            pending_ttl_ms: 5_000,
+        };
+        let good = SettleOp::Release {
+            claim: claim("d-1"),
+        };
+        let bad = SettleOp::Release { claim: claim("") };
+        assert_eq!(check_settle(&[good.clone()]), Ok(()));
+        let e = check_settle(&[good, bad]).unwrap_err();
+        assert!(e.field.starts_with("settle[1]."), "{e}");
+    }
+
+    #[test]
     fn the_count_is_bounded_and_an_item_field_names_its_index() {
         assert!(check_count(1).is_ok());
         assert!(check_count(MAX_HITS_PER_CALL).is_ok());

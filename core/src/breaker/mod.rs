@@ -147,6 +147,7 @@ impl<'s, S: CasStore> Breaker<'s, S> {
     fn totals(&self, ring: &[Bucket; BUCKETS], now_us: u64) -> (u32, u32) {
         let current = now_us / self.width_us();
         ring.iter()
+            // equivalent mutant: `>` as `>=` would also count a bucket exactly BUCKETS epochs old, which sits in the current epoch's slot, and `record` has just reset that slot (`count`) before it reads the totals.
             .filter(|b| b.epoch <= current && b.epoch.saturating_add(BUCKETS as u64) > current)
             .fold((0u32, 0u32), |(c, f), b| {
                 (c.saturating_add(b.calls), f.saturating_add(b.failures))

@@ -306,6 +306,7 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
                         found = Some((key, version));
                         break;
                     }
+                    // equivalent mutant: without this arm the scan goes on past an empty slot and finds nothing more: placement stops at the first empty slot of a run, and a slot once held never turns empty again.
                     Slot::Empty => break,
                     _ => {}
                 }

@@ -184,6 +184,12 @@ fn workers_agree_on_a_tenants_home_slot() {
     let a = NodeBuckets::new(&store, "rl:", 1_000);
     let b = NodeBuckets::new(&store, "rl:", 1_000);
     assert_eq!(a.home("acme"), b.home("acme"));
+    // The home is the tenant's hash modulo the ring, not any fixed slot.
+    assert_eq!(a.home("a"), (0xaf63_dc4c_8601_ec8c_u64 % 1_000) as usize);
+    assert_eq!(
+        a.home("foobar"),
+        (0x8594_4171_f739_67e8_u64 % 1_000) as usize
+    );
 }
 
 #[test]

@@ -288,3 +288,22 @@ fn settle_validates_every_op() {
     };
     assert_eq!(req.validate().unwrap_err().field, "ops[1].claim.node");
 }
+
+#[test]
+fn charge_kinds_keep_their_names() {
+    // The names are in every bucket's Redis key (`ankusa:{t}:rl:<kind>`):
+    // another spelling would orphan every tenant's buckets on upgrade.
+    assert_eq!(ChargeKind::Hooks.as_str(), "hooks");
+    assert_eq!(ChargeKind::Bytes.as_str(), "bytes");
+    let twice = HitRequest {
+        charges: vec![charge(ChargeKind::Bytes), charge(ChargeKind::Bytes)],
+        claim: None,
+        replay: None,
+        node: None,
+    };
+    let e = twice.validate().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        r#"charges[1].kind: "bytes" is charged twice"#
+    );
+}
