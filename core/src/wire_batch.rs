@@ -128,7 +128,7 @@ mod tests {
             claim: claim("d-1"),
         };
         let bad = SettleOp::Release { claim: claim("") };
-        assert_eq!(check_settle(&[good.clone()]), Ok(()));
+        assert_eq!(check_settle(std::slice::from_ref(&good)), Ok(()));
         let e = check_settle(&[good, bad]).unwrap_err();
         assert!(e.field.starts_with("settle[1]."), "{e}");
     }
