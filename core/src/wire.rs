@@ -81,6 +81,11 @@ pub struct HitRequest {
     /// the edges it heard from lately and answers with that count (`edges`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The sender's W3C trace context ([`crate::trace_context`]): the store
+    /// records its span for this hit under it. Each hit carries its own, so
+    /// hooks batched into one call keep their own traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// An override as stored and as carried in hit answers and listings.
@@ -329,6 +334,15 @@ impl HitRequest {
         }
         if let Some(node) = &self.node {
             check_name("node", node)?;
+        }
+        if let Some(t) = &self.traceparent {
+            if crate::trace_context::parse(t).as_deref() != Some(t.as_str()) {
+                let shown = t.get(..64).map_or(format!("{t:?}"), |t| format!("{t:?}…"));
+                return Err(invalid(
+                    "traceparent",
+                    format!("{shown} is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)"),
+                ));
+            }
         }
         let tenant = self.tenant().unwrap_or_default();
         if let Some(replay) = &self.replay {

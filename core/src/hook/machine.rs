@@ -499,6 +499,9 @@ impl Hook {
             event_key: None,
             body_len: 0,
             replay_key: None,
+            traceparent: headers
+                .get_str(crate::trace_context::TRACEPARENT)
+                .and_then(crate::trace_context::parse),
         });
         self.headers = headers;
         if needs_body && !end_of_stream {
