@@ -1,7 +1,8 @@
 //! A [`Host`] in memory for unit tests: it records every call a hook makes
 //! (headers set, replies, store calls with their bodies, settles, metric
-//! deltas, logs, resumes) and lets a test set the request, the body, the
-//! store's answer (or refuse the dispatch) and the upstream's answer.
+//! deltas, logs, published decisions, resumes) and lets a test set the
+//! request, the body, the store's answer (or refuse the dispatch) and the
+//! upstream's answer.
 
 use crate::host::Host;
 use ankusa_core::breaker::SeenClosed;
@@ -49,6 +50,8 @@ pub struct MockHost {
     pub settles: RefCell<Vec<Queued>>,
     pub metrics: RefCell<Vec<Metric>>,
     pub logs: RefCell<Vec<(Level, String)>>,
+    /// Decisions published for the access log, as written.
+    pub published: RefCell<Vec<String>>,
     pub resumed: Cell<u32>,
     answer: RefCell<(Option<String>, Option<Vec<u8>>)>,
 }
@@ -84,6 +87,7 @@ impl MockHost {
             settles: RefCell::default(),
             metrics: RefCell::default(),
             logs: RefCell::default(),
+            published: RefCell::default(),
             resumed: Cell::new(0),
             answer: RefCell::default(),
         })
@@ -207,6 +211,10 @@ impl Host for Rc<MockHost> {
 
     fn settle(&self, item: Queued) {
         self.settles.borrow_mut().push(item);
+    }
+
+    fn publish(&self, line: &str) {
+        self.published.borrow_mut().push(line.to_string());
     }
 
     fn log(&self, level: Level, line: &str) {

@@ -25,6 +25,7 @@ use crate::config::Config;
 use crate::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS, WARNED_KEY};
 use crate::edges::{self, EdgesSeen};
 use crate::hook::admit;
+use crate::hook::decision::Decision;
 use crate::hook::degraded::fleet_kinds;
 use crate::hook::headers::RequestHeaders;
 use crate::hook::outcome::{Kind, Outcome};
@@ -118,6 +119,9 @@ pub enum Effect {
     ResponseHeader(&'static str, String),
     /// Send this local reply now.
     Reply(LocalReply),
+    /// Publish the hook's decision where Envoy's access log reads it
+    /// ([`Decision::render`] into the filter state [`crate::hook::decision::PROPERTY`]).
+    Decision(Decision),
     /// POST `body` to the store's `path` with `timeout_ms`. Always a step's
     /// last effect: should the host refuse the dispatch, it reports
     /// [`Hook::on_dispatch_failed`] and performs that step instead of
@@ -180,6 +184,10 @@ pub struct Hook {
     /// The hook's call is shared with others whose outcome the breaker
     /// counts (see [`Hook::share_call`]).
     shares_call: bool,
+    /// What the access log will tell, gathered until it is published.
+    decision: Decision,
+    /// The decision was published (see [`Hook::decide`]).
+    decided: bool,
     effects: Vec<Effect>,
 }
 
@@ -239,6 +247,7 @@ impl Hook {
     /// Answers the sender (now, or once its upload is complete) and counts the outcome.
     fn reply(&mut self, outcome: Outcome, reply: LocalReply) -> Step {
         self.metric(Metric::Admission(outcome));
+        self.decide(outcome, false);
         if self.request_done {
             self.emit(Effect::Reply(reply));
         } else {
@@ -284,6 +293,10 @@ impl Hook {
 
     /// Adds the hook's headers and lets it through, counted as `counted`.
     fn pass(&mut self, claim: Option<Claim>, counted: Metric) -> Step {
+        match counted {
+            Metric::Shadowed(outcome) => self.decide(outcome, true),
+            _ => self.decide(Outcome::Admitted, false),
+        }
         // The facts are spent: nothing is decided after a hook is let through.
         if let Some(facts) = self.facts.take() {
             self.emit(Effect::Header(HOOK_ID, Some(facts.hook_id)));
@@ -399,6 +412,7 @@ impl Hook {
         now: u64,
     ) -> Step {
         self.metric(Metric::Fallback);
+        self.note_fallback();
         for kind in fleet_kinds(env.config) {
             self.metric(Metric::Degraded(kind, true));
         }
@@ -465,6 +479,7 @@ impl Hook {
         random: impl FnOnce(u64) -> [u8; 10],
     ) -> Step {
         self.request_done = end_of_stream;
+        self.note_scopes(env);
         // A sender must not choose the hook's id or dedupe key. Removing a
         // name that isn't there would still be a hostcall.
         for name in OWN_HEADERS {
@@ -488,7 +503,10 @@ impl Hook {
             length,
         ) {
             Ok(checked) => checked.needs_body,
-            Err((outcome, refusal)) => return self.reply(outcome, refusal),
+            Err((outcome, refusal)) => {
+                self.note_route(&route);
+                return self.reply(outcome, refusal);
+            }
         };
         let now = now_us();
         let hook_id = crate::hook_id::hook_id(now / 1_000, random(now));
@@ -627,6 +645,7 @@ impl Hook {
             return self.step(Flow::Continue);
         };
         let failure = CallFailure::Dispatch;
+        self.note_call(false, now.saturating_sub(call.started_us));
         self.record(env, call.permit, Some(&failure), now);
         let claim = plan::claim_after_failure(&call.plan, &failure);
         self.replay = plan::replay_after_failure(&call.plan, &failure);
@@ -658,9 +677,11 @@ impl Hook {
         };
         // One sample per call, as the breaker counts calls: the hook the
         // call is counted for records it.
+        let waited_us = now.saturating_sub(call.started_us);
         if !self.shares_call {
-            self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
+            self.metric(Metric::CallMs(waited_us / 1_000));
         }
+        self.note_call(answer.is_ok(), waited_us);
         self.record(env, call.permit, answer.as_ref().err(), now);
         let (answer, levels) = match answer {
             Ok(reply) => {
@@ -781,6 +802,7 @@ impl Hook {
     }
 }
 
+mod decision;
 mod node_override;
 mod trailers;
 

@@ -10,9 +10,11 @@
 //! - [`settle`]: promote or release a claim; the settle queue's bound, lease, drain gating and retries.
 //! - [`degraded`]: which limiters a fall-back degrades.
 //! - [`outcome`]: how a hook was answered, as the metrics count it.
+//! - [`decision`]: how a hook was answered, as Envoy's access log prints it.
 
 pub mod admit;
 pub mod batch;
+pub mod decision;
 pub mod degraded;
 pub mod headers;
 pub mod machine;
