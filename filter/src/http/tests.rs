@@ -510,7 +510,10 @@ fn each_hook_publishes_its_decision_once_for_the_access_log() {
     let [line] = &published[..] else {
         panic!("not one decision: {published:?}")
     };
-    assert!(line.starts_with("outcome=admitted shadow=false tenant=acme source=gh "), "{line}");
+    assert!(
+        line.starts_with("outcome=admitted shadow=false tenant=acme source=gh "),
+        "{line}"
+    );
     assert!(line.contains(&format!(" key={DELIVERY} ")), "{line}");
     assert!(line.contains(" decided=store store_us="), "{line}");
 

@@ -66,6 +66,9 @@ fn a_shadowed_refusal_and_a_fallback_say_so() {
         ..admitted()
     };
     let line = d.render();
-    assert!(line.starts_with("outcome=rate_limited shadow=true "), "{line}");
+    assert!(
+        line.starts_with("outcome=rate_limited shadow=true "),
+        "{line}"
+    );
     assert!(line.ends_with(" decided=fallback store_us=25000"), "{line}");
 }

@@ -79,7 +79,11 @@ fn an_admitted_hook_says_the_store_decided_and_how_long_it_waited() {
     assert_eq!((d.decided, d.store_us), (Decided::Store, Some(812)));
     assert_eq!(d.scopes, (Scope::Fleet, Scope::Fleet));
     assert_eq!(
-        (d.tenant.as_deref(), d.source.as_deref(), d.event_key.as_deref()),
+        (
+            d.tenant.as_deref(),
+            d.source.as_deref(),
+            d.event_key.as_deref()
+        ),
         (Some("acme"), Some("gh"), Some(DELIVERY))
     );
     let hook_id = d.hook_id.clone().unwrap();
@@ -126,7 +130,10 @@ fn refusals_the_store_answered_say_so() {
             &br#"{"result":"duplicate","hook_id":"h1"}"#[..],
             Outcome::Duplicate,
         ),
-        (br#"{"result":"pending","retry_after_ms":5}"#, Outcome::Pending),
+        (
+            br#"{"result":"pending","retry_after_ms":5}"#,
+            Outcome::Pending,
+        ),
         (
             br#"{"result":"rate_limited","retry_after_ms":5}"#,
             Outcome::RateLimited,
@@ -146,10 +153,16 @@ fn a_node_scope_hook_and_early_refusals_say_node_with_no_store_wait() {
     let w = world("node");
     let mut hook = Hook::new();
     let d = one(&start(&w, &mut hook, &[])).clone();
-    assert_eq!((d.outcome, d.decided), (Some(Outcome::Admitted), Decided::Node));
+    assert_eq!(
+        (d.outcome, d.decided),
+        (Some(Outcome::Admitted), Decided::Node)
+    );
     assert_eq!((d.store_us, d.scopes), (None, (Scope::Node, Scope::Node)));
 
-    let forged = [(":path", "/webhooks/signed"), ("x-hub-signature-256", "sha256=00")];
+    let forged = [
+        (":path", "/webhooks/signed"),
+        ("x-hub-signature-256", "sha256=00"),
+    ];
     let d = one(&start(&w, &mut Hook::new(), &forged)).clone();
     assert_eq!(d.outcome, Some(Outcome::Unverified));
     assert_eq!(d.source.as_deref(), Some("signed"));
@@ -157,7 +170,11 @@ fn a_node_scope_hook_and_early_refusals_say_node_with_no_store_wait() {
     let d = one(&start(&w, &mut Hook::new(), &[(":method", "GET")])).clone();
     assert_eq!(d.outcome, Some(Outcome::BadMethod));
     assert_eq!(
-        (d.tenant.as_deref(), d.source.as_deref(), d.hook_id.as_deref()),
+        (
+            d.tenant.as_deref(),
+            d.source.as_deref(),
+            d.hook_id.as_deref()
+        ),
         (Some("acme"), Some("gh"), None),
         "the route is known, no hook was made"
     );
