@@ -12,6 +12,7 @@ use crate::backend::Backend;
 use crate::batcher::Settler;
 use crate::edges::LiveEdges;
 use crate::errors::StoreError;
+use crate::spans;
 use ankusa_core::wire::BUDGET_HEADER;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -23,6 +24,7 @@ use serde::Serialize;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::{Instrument, Span};
 
 /// Largest hit, hits or reset body read (1 MiB): a legal hit is a few
 /// hundred bytes, a batch of `MAX_HITS_PER_CALL` (256) of them well under it.
@@ -45,9 +47,17 @@ pub struct Shared {
 pub type Reply = Response<Full<Bytes>>;
 
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply, Infallible> {
-    let path = req.uri().path().to_string();
-    let method = req.method().clone();
-    let endpoint = match path.as_str() {
+    let endpoint = endpoint_of(req.uri().path());
+    let span = spans::request(endpoint);
+    let reply = route(shared, req, endpoint).instrument(span.clone()).await;
+    tracing::debug!(parent: &span, status = reply.status().as_u16(), "answered");
+    Ok(reply)
+}
+
+/// The endpoint a path names (`unknown` for any other path): the metrics'
+/// `endpoint` label and the request span's.
+fn endpoint_of(path: &str) -> &'static str {
+    match path {
         "/v1/hit" => "hit",
         "/v1/hits" => "hits",
         "/v1/settle" => "settle",
@@ -58,7 +68,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
         "/healthz" => "healthz",
         "/readyz" => "readyz",
         _ => "unknown",
-    };
+    }
+}
+
+async fn route(shared: Arc<Shared>, req: Request<Incoming>, endpoint: &'static str) -> Reply {
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
     // One gate for every `/v1/*` path, known or not, before anything else
     // is looked at: an unauthenticated caller learns nothing about routes.
     let mut role = None;
@@ -68,14 +83,14 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
         let more = given.count();
         if more > 0 {
             // Which one would count depends on who reads it: refuse both.
-            return Ok(fail(
+            return fail(
                 &shared,
                 endpoint,
                 StoreError::BadRequest(format!(
                     "authorization: sent {} times; send one `authorization: Bearer <token>`",
                     more + 1
                 )),
-            ));
+            );
         }
         let checked = shared
             .auth
@@ -95,7 +110,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
                 reply
                     .headers_mut()
                     .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                return Ok(reply);
+                return reply;
             }
         }
     }
@@ -110,14 +125,14 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
         method == wanted
     };
     if endpoint != "unknown" && !allowed {
-        return Ok(fail(
+        return fail(
             &shared,
             endpoint,
             StoreError::MethodNotAllowed {
                 method: method.to_string(),
                 path,
             },
-        ));
+        );
     }
     if let Some(role) = role {
         if endpoint != "unknown" && role < needed_role(endpoint, &method) {
@@ -128,11 +143,11 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
                 .with_label_values(&[endpoint])
                 .inc();
             let method = method.to_string();
-            return Ok(fail(
+            return fail(
                 &shared,
                 endpoint,
                 StoreError::Forbidden { role, method, path },
-            ));
+            );
         }
     }
     let result = match endpoint {
@@ -148,9 +163,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
                 CONTENT_TYPE,
                 HeaderValue::from_static("text/plain; version=0.0.4"),
             );
-            return Ok(reply);
+            return reply;
         }
-        "healthz" => return Ok(json(StatusCode::OK, &serde_json::json!({"status": "ok"}))),
+        "healthz" => return json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
         "readyz" => shared
             .backend
             .ping(shared.max_budget.min(Duration::from_secs(1)))
@@ -158,10 +173,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
             .map(|()| json(StatusCode::OK, &serde_json::json!({"status": "ready"}))),
         _ => Err(StoreError::NotFound { path }),
     };
-    Ok(match result {
+    match result {
         Ok(reply) => reply,
         Err(e) => fail(&shared, endpoint, e),
-    })
+    }
 }
 
 /// Counts a success of `endpoint` with its `result` label.
@@ -172,16 +187,18 @@ pub fn count(shared: &Shared, endpoint: &str, result: &str) {
         .requests
         .with_label_values(&[endpoint, result])
         .inc();
+    spans::result(&Span::current(), result);
 }
 
 fn fail(shared: &Shared, endpoint: &str, e: StoreError) -> Reply {
     match &e {
         // An outage is logged once, by the probe, as Redis goes down and up:
         // one line per failed request would flood the log at full load.
-        StoreError::RedisUnavailable(d) => log::debug!("{endpoint}: {}: {d}", e.code()),
-        StoreError::Internal(d) => log::warn!("{endpoint}: {}: {d}", e.code()),
-        _ => log::debug!("{endpoint}: {e}"),
+        StoreError::RedisUnavailable(d) => tracing::debug!(cause = e.code(), "{d}"),
+        StoreError::Internal(d) => tracing::warn!(endpoint, cause = e.code(), "{d}"),
+        _ => tracing::debug!("{e}"),
     }
+    spans::result(&Span::current(), e.code());
     // A failed readiness probe is an answer about Redis, not a failed request.
     if endpoint == "readyz" {
         return json(e.status(), &e.body());
@@ -287,7 +304,8 @@ pub async fn within<T: Send + 'static>(
     budget: Duration,
     work: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
 ) -> Result<T, StoreError> {
-    let mut task = tokio::spawn(work);
+    // The work runs in the request's span (and its own, if it has one).
+    let mut task = tokio::spawn(work.in_current_span());
     match tokio::time::timeout(deadline(budget), &mut task).await {
         Ok(joined) => {
             joined.unwrap_or_else(|e| Err(StoreError::Internal(format!("{endpoint} task: {e}"))))
