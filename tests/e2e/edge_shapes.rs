@@ -7,7 +7,7 @@
 //! request. A shape with no body (end of stream on the headers) gets what
 //! the plain request with an empty body gets.
 
-mod shapes_support;
+pub(crate) mod shapes_support;
 
 use ankusa_core::verify::{body_mac, Encoding};
 use ankusa_testkit::envoy::{Edge, EdgeSpec};
