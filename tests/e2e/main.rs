@@ -39,3 +39,4 @@ mod intake;
 mod prometheus;
 mod provider;
 mod release;
+mod traces;

@@ -1,0 +1,99 @@
+//! A hook's trace context crosses the edge: senders POST hooks carrying
+//! their own `traceparent` through real Envoy, the edge carries each in its
+//! hit (alone, or batched with others on one call), and the store exports
+//! one span per hook under the sender's trace to an OTLP receiver.
+
+use crate::edge_shapes::shapes_support::{self, Framing, H2Body, Request};
+use ankusa_testkit::envoy::{fleet_filter_config, Edge, EdgeSpec};
+use ankusa_testkit::intake::Intake;
+use ankusa_testkit::otlp::Receiver;
+use ankusa_testkit::ports::free_port;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use ankusa_tests::edge_support::concurrently;
+use std::time::Duration;
+
+const HOOKS: usize = 48;
+
+/// Hook `i`'s traceparent: its own trace id and parent span id.
+fn traceparent(i: usize) -> (String, String, String) {
+    let trace = format!("{:032x}", 0x7ace_0000 + i);
+    let parent = format!("{:016x}", 0x5e7d_0000 + i);
+    (format!("00-{trace}-{parent}-01"), trace, parent)
+}
+
+fn request(i: usize) -> Request {
+    let body = format!(r#"{{"delivery":"traced-{i}"}}"#).into_bytes();
+    Request {
+        path: "/webhooks/gh".into(),
+        headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("x-github-delivery".into(), format!("traced-{i}")),
+            ("traceparent".into(), traceparent(i).0),
+        ],
+        body,
+    }
+}
+
+#[test]
+fn each_hooks_store_span_has_its_senders_trace_id() {
+    let redis = Redis::start();
+    let receiver = Receiver::start();
+    let endpoint = receiver.endpoint();
+    let mut store = Store::start_on(free_port(), &redis.url(), &["--otlp-endpoint", &endpoint]);
+    assert!(store.wait_ready(Duration::from_secs(20)));
+    let intake = Intake::start();
+    let edge = Edge::start(EdgeSpec::new(
+        "edge-traced",
+        intake.port,
+        store.port,
+        fleet_filter_config(),
+    ));
+    let port = edge.spec.listen_port;
+    // Concurrent senders, so that some hooks wait for their worker's call in
+    // flight and leave together on /v1/hits; half over HTTP/1.1, half h2c.
+    let statuses = concurrently(8, HOOKS, move |i| {
+        let sent = if i % 2 == 0 {
+            shapes_support::h1(port, &request(i), "HTTP/1.1", Framing::Length)
+        } else {
+            let body = H2Body {
+                frame: 1024,
+                trailers: false,
+                declared: true,
+            };
+            shapes_support::h2(port, &request(i), body)
+        };
+        sent.map(|a| a.status).unwrap_or(0)
+    });
+    assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
+    let batched = store.metric("ankusa_store_requests_total{endpoint=\"hits\",result=\"ok\"}");
+    println!("{HOOKS} hooks: {batched} of the edge's calls carried several");
+    // A graceful stop exports the spans the batch processor still holds.
+    assert_eq!(
+        store.proc.stop(Duration::from_secs(20)),
+        Some(0),
+        "{}",
+        store.proc.log_tail()
+    );
+    let spans = receiver.spans();
+    let mut wrong = Vec::new();
+    for i in 0..HOOKS {
+        let (_, trace, parent) = traceparent(i);
+        let found: Vec<_> = spans.iter().filter(|s| s.trace_id == trace).collect();
+        match found[..] {
+            [span]
+                if span.name == "hit"
+                    && span.parent_span_id == parent
+                    && span.attribute("tenant") == Some("acme")
+                    && span.attribute("result") == Some("ok") => {}
+            _ => wrong.push(format!("hook {i}: {found:?}")),
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {HOOKS} hooks without their span ({} spans received):\n{}",
+        wrong.len(),
+        spans.len(),
+        wrong.join("\n")
+    );
+}
