@@ -3,6 +3,8 @@
 //! `/v1/traces`, answers 200, and keeps every span it decoded, so a test can
 //! look at what the store exported without a collector.
 
+use crate::ports::free_port;
+use crate::store::Store;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message;
@@ -59,6 +61,27 @@ impl Receiver {
     /// The base URL an exporter is given (`--otlp-endpoint`).
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The store on a free port against `redis_url`, exporting its spans
+    /// here, once Redis answers through it.
+    pub fn store(&self, redis_url: &str) -> Store {
+        let endpoint = self.endpoint();
+        let store = Store::start_on(free_port(), redis_url, &["--otlp-endpoint", &endpoint]);
+        assert!(
+            store.wait_ready(Duration::from_secs(20)),
+            "the store never reached Redis:\n{}",
+            store.proc.log_tail()
+        );
+        store
+    }
+
+    /// Stops `store` gracefully (it exports the spans its batch processor
+    /// still holds before it exits), then every span received.
+    pub fn spans_after_stopping(&self, mut store: Store) -> Vec<Span> {
+        let code = store.proc.stop(Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{}", store.proc.log_tail());
+        self.spans()
     }
 
     /// Every span received so far.

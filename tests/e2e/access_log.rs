@@ -6,7 +6,7 @@
 //! which the format prints: that is how a request finds its line.
 
 use crate::edge_shapes::shapes_support::{self, Framing, H2Body, Request, Sent};
-use ankusa_core::verify::{body_mac, Encoding};
+use crate::edge_shapes::{self, config, SECRET, SPENT_BURST};
 use ankusa_testkit::access_log::{self, decision, field};
 use ankusa_testkit::envoy::{Edge, EdgeSpec};
 use ankusa_testkit::intake::Intake;
@@ -14,33 +14,9 @@ use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
 use ankusa_tests::edge_support::eventually;
-use serde_json::{json, Value};
 use std::time::Duration;
 
-const SECRET: &str = "access-log-signing-secret";
-/// `spent` may send 250 body bytes, refilled at 1 byte/s: once spent, a
-/// 200-byte body waits 200 s.
-const SPENT_BURST: usize = 250;
 const DUPLICATE: &str = "access-log-dup";
-
-fn config() -> Value {
-    json!({
-        "sources": {
-            "gh": {"tenant": "acme", "dedupe": "github"},
-            "signed": {"tenant": "acme", "dedupe": "github",
-                       "verify": {"scheme": "github", "secret_env": "ANKUSA_T_ACCESS"}},
-            "spent": {"tenant": "spent", "dedupe": "github"}
-        },
-        "rate_limits": {
-            "scope": "fleet",
-            "default": {"rate": 1000, "burst": 1000},
-            "tenants": {"spent": {"rate": 1000, "burst": 1000,
-                                  "bytes_rate": 1, "bytes_burst": SPENT_BURST}}
-        },
-        "dedupe": {"scope": "fleet"},
-        "fleet": {"cluster": "ankusa_store", "timeout_ms": 1000, "settle_interval_ms": 5}
-    })
-}
 
 /// What a request's line must say.
 #[derive(Clone, Copy, Debug)]
@@ -109,24 +85,14 @@ const SHAPES: [(&str, Send); 3] = [
     }),
 ];
 
-/// A POST to `source` with `delivery` and a JSON body of `len` bytes, signed
-/// (or, `forged`, signed with another secret), carrying `traceparent`.
+/// The shapes test's request for `source` (see [`edge_shapes::build`]),
+/// carrying `traceparent`.
 fn build(source: &str, delivery: &str, len: usize, forged: bool, traceparent: &str) -> Request {
-    let mut body = format!(r#"{{"id":"{delivery}","pad":""#).into_bytes();
-    body.resize(len.saturating_sub(2), b'x');
-    body.extend_from_slice(b"\"}");
-    let secret = if forged { "not-the-secret" } else { SECRET };
-    let signature = body_mac::sign(secret.as_bytes(), "sha256=", Encoding::Hex, &body);
-    Request {
-        path: format!("/webhooks/{source}"),
-        headers: vec![
-            ("content-type".into(), "application/json".into()),
-            ("x-github-delivery".into(), delivery.into()),
-            ("x-hub-signature-256".into(), signature),
-            ("traceparent".into(), traceparent.into()),
-        ],
-        body,
-    }
+    let mut request = edge_shapes::build(source, delivery, forged, len);
+    request
+        .headers
+        .push(("traceparent".into(), traceparent.into()));
+    request
 }
 
 /// A sampled traceparent unique to request `n`.
@@ -151,7 +117,7 @@ impl World {
         let edge = |node: &str, store_port: u16| {
             let mut spec = EdgeSpec::new(node, intake.port, store_port, config());
             spec.concurrency = 1;
-            spec.vm_env = vec![("ANKUSA_T_ACCESS".into(), SECRET.into())];
+            spec.vm_env = vec![("ANKUSA_T_SHAPES".into(), SECRET.into())];
             Edge::start_lds_logged(spec)
         };
         let edges = [
@@ -173,11 +139,11 @@ impl World {
         let trace = traceparent(self.next);
         let fresh = format!("access-log-{}", self.next);
         let (edge, request) = match case {
-            Case::Admitted => (0, build("gh", &fresh, 120, false, &trace)),
+            Case::Admitted => (0, build("plain", &fresh, 120, false, &trace)),
             Case::RateLimited => (0, build("spent", &fresh, 200, false, &trace)),
-            Case::Duplicate => (0, build("gh", DUPLICATE, 120, false, &trace)),
+            Case::Duplicate => (0, build("plain", DUPLICATE, 120, false, &trace)),
             Case::Forged => (0, build("signed", &fresh, 120, true, &trace)),
-            Case::FallenBack => (1, build("gh", &fresh, 120, false, &trace)),
+            Case::FallenBack => (1, build("plain", &fresh, 120, false, &trace)),
         };
         let answer = send(self.edges[edge].spec.listen_port, &request);
         (answer, trace, edge)
@@ -207,7 +173,7 @@ impl World {
     fn seed(&mut self) {
         let plain = SHAPES[0].1;
         self.next += 1;
-        let first = build("gh", DUPLICATE, 120, false, &traceparent(self.next));
+        let first = build("plain", DUPLICATE, 120, false, &traceparent(self.next));
         let stored = plain(self.edges[0].spec.listen_port, &first);
         assert_eq!(
             stored.as_ref().map(|a| a.status).ok(),
@@ -259,7 +225,13 @@ fn every_decision_shows_in_its_access_log_line_over_each_shape() {
     // A sender's URL may carry a credential in its query: the line leaves it out.
     w.next += 1;
     let trace = traceparent(w.next);
-    let mut request = build("gh", &format!("access-log-{}", w.next), 120, false, &trace);
+    let mut request = build(
+        "plain",
+        &format!("access-log-{}", w.next),
+        120,
+        false,
+        &trace,
+    );
     request.path.push_str("?token=query-secret");
     let answer = SHAPES[0].1(w.edges[0].spec.listen_port, &request);
     assert_eq!(
@@ -271,7 +243,7 @@ fn every_decision_shows_in_its_access_log_line_over_each_shape() {
     let queried = lines.iter().find(|l| l.contains(&trace));
     assert!(
         queried.is_some_and(
-            |l| l.contains("\"POST /webhooks/gh HTTP/1.1\"") && !l.contains("query-secret")
+            |l| l.contains("\"POST /webhooks/plain HTTP/1.1\"") && !l.contains("query-secret")
         ),
         "{queried:?}"
     );

@@ -7,11 +7,8 @@ use crate::edge_shapes::shapes_support::{self, Framing, H2Body, Request};
 use ankusa_testkit::envoy::{fleet_filter_config, Edge, EdgeSpec};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::otlp::Receiver;
-use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
-use ankusa_testkit::store::Store;
 use ankusa_tests::edge_support::concurrently;
-use std::time::Duration;
 
 const HOOKS: usize = 48;
 
@@ -39,9 +36,7 @@ fn request(i: usize) -> Request {
 fn each_hooks_store_span_has_its_senders_trace_id() {
     let redis = Redis::start();
     let receiver = Receiver::start();
-    let endpoint = receiver.endpoint();
-    let mut store = Store::start_on(free_port(), &redis.url(), &["--otlp-endpoint", &endpoint]);
-    assert!(store.wait_ready(Duration::from_secs(20)));
+    let store = receiver.store(&redis.url());
     let intake = Intake::start();
     let edge = Edge::start(EdgeSpec::new(
         "edge-traced",
@@ -68,14 +63,7 @@ fn each_hooks_store_span_has_its_senders_trace_id() {
     assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
     let batched = store.metric("ankusa_store_requests_total{endpoint=\"hits\",result=\"ok\"}");
     println!("{HOOKS} hooks: {batched} of the edge's calls carried several");
-    // A graceful stop exports the spans the batch processor still holds.
-    assert_eq!(
-        store.proc.stop(Duration::from_secs(20)),
-        Some(0),
-        "{}",
-        store.proc.log_tail()
-    );
-    let spans = receiver.spans();
+    let spans = receiver.spans_after_stopping(store);
     let mut wrong = Vec::new();
     for i in 0..HOOKS {
         let (_, trace, parent) = traceparent(i);

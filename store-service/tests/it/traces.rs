@@ -53,9 +53,7 @@ fn post(store: &Store, path: &str, body: &Value) -> Value {
 fn each_traced_hit_is_one_span_under_the_senders_trace() {
     let redis = Redis::start();
     let receiver = Receiver::start();
-    let endpoint = receiver.endpoint();
-    let mut store = Store::start_on(free_port(), &redis.url(), &["--otlp-endpoint", &endpoint]);
-    assert!(store.wait_ready(Duration::from_secs(20)));
+    let store = receiver.store(&redis.url());
     let alone = traceparent(0xa1, 0x11, true);
     let first = traceparent(0xb2, 0x22, true);
     let second = traceparent(0xc3, 0x33, true);
@@ -77,14 +75,7 @@ fn each_traced_hit_is_one_span_under_the_senders_trace() {
         Some(3),
         "{answer}"
     );
-    // A graceful stop exports what the batch processor still holds.
-    assert_eq!(
-        store.proc.stop(Duration::from_secs(20)),
-        Some(0),
-        "{}",
-        store.proc.log_tail()
-    );
-    let spans = receiver.spans();
+    let spans = receiver.spans_after_stopping(store);
     let mut traced: Vec<&str> = spans.iter().map(|s| s.trace_id.as_str()).collect();
     traced.sort();
     let expected: Vec<&str> = [&alone, &first, &second].map(|t| &t[3..35]).to_vec();
