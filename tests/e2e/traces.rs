@@ -1,14 +1,17 @@
 //! A hook's trace context crosses the edge: senders POST hooks carrying
 //! their own `traceparent` through real Envoy, the edge carries each in its
 //! hit (alone, or batched with others on one call), and the store exports
-//! one span per hook under the sender's trace to an OTLP receiver.
+//! one span per hook under the sender's trace to an OTLP receiver. Each
+//! hook's access log line is its own, batched or not.
 
 use crate::edge_shapes::shapes_support::{self, Framing, H2Body, Request};
+use ankusa_testkit::access_log;
 use ankusa_testkit::envoy::{fleet_filter_config, Edge, EdgeSpec};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::otlp::Receiver;
 use ankusa_testkit::redis::Redis;
-use ankusa_tests::edge_support::concurrently;
+use ankusa_tests::edge_support::{concurrently, eventually};
+use std::time::Duration;
 
 const HOOKS: usize = 48;
 
@@ -38,7 +41,7 @@ fn each_hooks_store_span_has_its_senders_trace_id() {
     let receiver = Receiver::start();
     let store = receiver.store(&redis.url());
     let intake = Intake::start();
-    let edge = Edge::start(EdgeSpec::new(
+    let edge = Edge::start_lds_logged(EdgeSpec::new(
         "edge-traced",
         intake.port,
         store.port,
@@ -77,9 +80,28 @@ fn each_hooks_store_span_has_its_senders_trace_id() {
             _ => wrong.push(format!("hook {i}: {found:?}")),
         }
     }
+    // A batched call's answer is handed to each hook in its own context: each
+    // request's access log line (found by its traceparent) has its own hook.
+    let log = edge.access_log.clone().expect("the edge's access log");
+    let mut lines = Vec::new();
+    eventually(Duration::from_secs(30), || {
+        lines = access_log::lines(&log);
+        (0..HOOKS).all(|i| lines.iter().any(|l| l.contains(&traceparent(i).0)))
+    });
+    for i in 0..HOOKS {
+        let line = lines.iter().find(|l| l.contains(&traceparent(i).0));
+        let decided = line
+            .and_then(|l| access_log::decision(l))
+            .unwrap_or_default();
+        let key = format!("traced-{i}");
+        let fields = ["outcome", "key", "decided"].map(|f| access_log::field(decided, f));
+        if fields != [Some("admitted"), Some(key.as_str()), Some("store")] {
+            wrong.push(format!("hook {i}'s line: {line:?}"));
+        }
+    }
     assert!(
         wrong.is_empty(),
-        "{} of {HOOKS} hooks without their span ({} spans received):\n{}",
+        "{} of {HOOKS} hooks without their span or line ({} spans received):\n{}",
         wrong.len(),
         spans.len(),
         wrong.join("\n")
