@@ -30,6 +30,7 @@
 //! - [`shadow`]: shadow mode, what is enforced and what is only counted.
 //! - [`ratelimit_headers`]: `RateLimit-Policy`/`RateLimit` (and legacy) header values from GCRA state.
 //! - [`token`]: the bearer token edges present to the store, and its constant-time check.
+//! - [`trace_context`]: the sender's W3C `traceparent`, carried from the edge to the store.
 //!
 //! Every decision here runs inside the filter's VM, where a panic takes the
 //! worker down: `unwrap`, `expect` and `panic!` are denied outside tests.
@@ -58,6 +59,7 @@ pub mod route;
 pub mod shadow;
 pub mod share;
 pub mod token;
+pub mod trace_context;
 pub mod verify;
 pub mod wire;
 pub mod wire_batch;

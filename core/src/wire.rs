@@ -90,6 +90,11 @@ pub struct HitRequest {
     /// the edges it heard from lately and answers with that count (`edges`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The sender's W3C trace context ([`crate::trace_context`]): the store
+    /// records its span for this hit under it. Each hit carries its own, so
+    /// hooks batched into one call keep their own traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// An override as stored and as carried in hit answers and listings.

@@ -1,6 +1,7 @@
 //! The host calls a hook makes, behind one trait: the request's headers and
 //! body, the upstream's and the store's answers, the dispatch of a store
-//! call, local replies, metrics, settles, logs, the clock and randomness.
+//! call, local replies, metrics, settles, the access log's decision, logs,
+//! the clock and randomness.
 //!
 //! [`ProxyHost`] is Envoy through proxy-wasm; the tests' mock records every
 //! call, so whole hook lives run without Envoy.
@@ -9,6 +10,7 @@ use crate::headers;
 use crate::runtime::{call_store, Runtime, SHARED};
 use crate::shared::{now_us, SharedData};
 use ankusa_core::cas::CasStore;
+use ankusa_core::hook::decision;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{self, Effect, Env, Flow, Level, Metric, Step};
 use ankusa_core::hook::reply::LocalReply;
@@ -56,6 +58,8 @@ pub trait Host {
     fn resume(&self);
     fn metric(&self, metric: Metric);
     fn settle(&self, item: Queued);
+    /// Writes the hook's decision line where Envoy's access log reads it.
+    fn publish(&self, line: &str);
     fn log(&self, level: Level, line: &str);
 
     /// What the hook's state machine reads of this host.
@@ -74,6 +78,7 @@ pub fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Fl
             Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
             Effect::ResponseHeader(name, value) => host.set_response_header(name, &value),
             Effect::Reply(reply) => host.reply(&reply),
+            Effect::Decision(decision) => host.publish(&decision.render()),
             Effect::Settle(item) => host.settle(item),
             Effect::Metric(metric) => host.metric(metric),
             Effect::Log(level, line) => host.log(level, &line),
@@ -178,6 +183,13 @@ impl Host for ProxyHost {
 
     fn settle(&self, item: Queued) {
         self.0.settle(item);
+    }
+
+    /// Into the request's filter state `wasm.ankusa`, which
+    /// `%FILTER_STATE(wasm.ankusa:PLAIN)%` prints (Envoy keys a property
+    /// set from wasm as `wasm.` and its path). One hostcall per hook.
+    fn publish(&self, line: &str) {
+        let _ = hostcalls::set_property(vec![decision::PROPERTY], Some(line.as_bytes()));
     }
 
     fn log(&self, level: Level, line: &str) {

@@ -1,7 +1,8 @@
 //! A [`Host`] in memory for unit tests: it records every call a hook makes
 //! (headers set, replies, store calls with their bodies, settles, metric
-//! deltas, logs, resumes) and lets a test set the request, the body, the
-//! store's answer (or refuse the dispatch) and the upstream's answer.
+//! deltas, logs, published decisions, resumes) and lets a test set the
+//! request, the body, the store's answer (or refuse the dispatch) and the
+//! upstream's answer.
 
 use crate::batch_call::Root;
 use crate::host::Host;
@@ -44,6 +45,8 @@ pub struct MockHost {
     pub settles: RefCell<Vec<Queued>>,
     pub metrics: RefCell<Vec<Metric>>,
     pub logs: RefCell<Vec<(Level, String)>>,
+    /// Decisions published for the access log, as written.
+    pub published: RefCell<Vec<String>>,
     pub resumed: Cell<u32>,
     /// Wakes queued for the worker's root (their queue ids).
     pub wakes: RefCell<Vec<u32>>,
@@ -79,6 +82,7 @@ impl MockHost {
             settles: RefCell::default(),
             metrics: RefCell::default(),
             logs: RefCell::default(),
+            published: RefCell::default(),
             resumed: Cell::new(0),
             wakes: RefCell::default(),
             entered: RefCell::default(),
@@ -210,6 +214,10 @@ impl Host for Rc<MockHost> {
     fn wake_root(&self, queue: u32) -> bool {
         self.wakes.borrow_mut().push(queue);
         true
+    }
+
+    fn publish(&self, line: &str) {
+        self.published.borrow_mut().push(line.to_string());
     }
 
     fn log(&self, level: Level, line: &str) {

@@ -58,7 +58,7 @@ pub fn spawn_reload_on_sighup(config: Config, auth: SharedAuth) -> Option<JoinHa
         return None;
     }
     let mut hangup = signal(SignalKind::hangup())
-        .map_err(|e| log::warn!("SIGHUP will not reload the token files: {e}"))
+        .map_err(|e| tracing::warn!("SIGHUP will not reload the token files: {e}"))
         .ok()?;
     Some(tokio::spawn(async move {
         while hangup.recv().await.is_some() {
@@ -74,7 +74,7 @@ pub fn spawn_reload_on_sighup(config: Config, auth: SharedAuth) -> Option<JoinHa
                     Ok(file) => {
                         let mut fresh = config.tokens.of(role).clone();
                         fresh.extend(&file);
-                        log::info!(
+                        tracing::info!(
                             "SIGHUP: {} read again ({} {} accepted)",
                             role.file_flag(),
                             fresh.len(),
@@ -82,7 +82,7 @@ pub fn spawn_reload_on_sighup(config: Config, auth: SharedAuth) -> Option<JoinHa
                         );
                         *tokens.of_mut(role) = fresh;
                     }
-                    Err(e) => log::error!(
+                    Err(e) => tracing::error!(
                         "SIGHUP: {e}; the {} tokens in force are kept",
                         role.as_str()
                     ),
@@ -150,12 +150,14 @@ impl Auth {
     pub fn announce(&self, listen: SocketAddr) {
         match self {
             Auth::Required(tokens) => {
-                log::info!(
+                tracing::info!(
                     "/v1/* calls need a bearer token ({} accepted)",
                     tokens.summary()
                 );
                 if tokens.operator.is_empty() {
-                    log::info!("no operator token: overrides can't be changed nor tenants reset");
+                    tracing::info!(
+                        "no operator token: overrides can't be changed nor tenants reset"
+                    );
                 }
             }
             Auth::Off => {
@@ -164,7 +166,7 @@ impl Auth {
                 } else {
                     "a non-loopback address"
                 };
-                log::warn!(
+                tracing::warn!(
                     "--insecure-no-auth: /v1/* calls on {where_} ({listen}) are NOT authenticated; \
                      anyone who reaches this port can change overrides and reset any tenant"
                 );

@@ -287,7 +287,7 @@ async fn send(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), F
     }
     match result {
         Err(e) => {
-            log::warn!("settle pipeline on {node:?}: {e}");
+            tracing::warn!("settle pipeline on {node:?}: {e}");
             Err(Failure::Failed(StoreError::from_redis(&e)))
         }
         Ok(values) => match values.iter().find(|v| matches!(v, Value::ServerError(_))) {

@@ -79,6 +79,17 @@ pub struct Config {
     /// How often the names heard are written to Redis and the count read (ms).
     #[arg(long, env = "ANKUSA_STORE_EDGES_REFRESH_MS", default_value_t = 1_000)]
     pub edges_refresh_ms: u64,
+    /// Log lines as `text` (for people) or `json` (one object a line, for
+    /// log pipelines). Which lines: RUST_LOG (ANKUSA_LOG also read), e.g.
+    /// `info` (the default) or `info,ankusa_store=debug` (a line per request).
+    #[arg(long, env = "ANKUSA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Where to export traces, OTLP over HTTP (protobuf): the collector's
+    /// base URL, spans going to `<URL>/v1/traces`
+    /// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, if set, is the whole URL).
+    /// Unset: no traces, and no work for them.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// Tokens given in code (tests, embedders); the binary fills it from
     /// ANKUSA_STORE_EDGE_TOKENS and ANKUSA_STORE_OPERATOR_TOKENS.
     #[arg(skip)]
@@ -104,6 +115,8 @@ impl Config {
             threads: 0,
             edges_ttl_ms: 5_000,
             edges_refresh_ms: 1_000,
+            log_format: LogFormat::Text,
+            otlp_endpoint: None,
             tokens: RoleTokens::default(),
         }
     }
@@ -134,6 +147,15 @@ impl Config {
     pub fn settle_window(&self) -> Duration {
         Duration::from_millis(self.settle_window_ms)
     }
+}
+
+/// How log lines are written (`--log-format`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// `2026-01-01T00:00:00.000000Z  INFO ankusa_store::server: listening on …`
+    Text,
+    /// One JSON object a line: `timestamp`, `level`, `target`, `fields`, and the spans.
+    Json,
 }
 
 /// One Redis, or the seed nodes of a Cluster.

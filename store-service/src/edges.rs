@@ -112,7 +112,7 @@ impl LiveEdges {
             loop {
                 tick.tick().await;
                 if let Err(e) = edges.refresh(&backend).await {
-                    log::debug!("live edges: {e}");
+                    tracing::debug!("live edges: {e}");
                 }
             }
         })

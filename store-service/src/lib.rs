@@ -12,6 +12,8 @@
 //! - [`edges`]: the edges heard from lately, counted in Redis, carried in every hit answer.
 //! - [`batcher`]: settle coalescing, one pipeline per Redis node per flush.
 //! - [`metrics`] and [`errors`]: what is counted, and how a failure is answered.
+//! - [`telemetry`] and [`spans`]: the logs (text or JSON, filtered by `RUST_LOG`) and the
+//!   OTLP traces, and the spans of a request and of each hit.
 
 pub mod auth;
 pub mod backend;
@@ -26,6 +28,8 @@ pub mod override_log;
 pub mod routes;
 pub mod scripts;
 pub mod server;
+pub mod spans;
+pub mod telemetry;
 pub mod tokens;
 
 pub use config::Config;

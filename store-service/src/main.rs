@@ -1,6 +1,6 @@
 use ankusa_store::config::redact_url;
 use ankusa_store::tokens::{Role, Tokens, OLD_TOKENS_ENV};
-use ankusa_store::{server, Config};
+use ankusa_store::{server, telemetry, Config};
 use clap::Parser;
 
 /// Every request allocates its body, its JSON and its Redis command; under
@@ -9,33 +9,16 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Log lines on stderr; `ANKUSA_LOG=debug` for more.
-struct StderrLog;
-
-impl log::Log for StderrLog {
-    fn enabled(&self, meta: &log::Metadata) -> bool {
-        meta.level() <= log::max_level()
-    }
-
-    fn log(&self, record: &log::Record) {
-        if self.enabled(record.metadata()) {
-            eprintln!("ankusa-store {} {}", record.level(), record.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
 fn main() {
     let mut config = Config::parse();
-    let level = match std::env::var("ANKUSA_LOG").as_deref() {
-        Ok("debug") => log::LevelFilter::Debug,
-        Ok("warn") => log::LevelFilter::Warn,
-        _ => log::LevelFilter::Info,
+    // Before the runtime: the exporter's HTTP client runs its own.
+    let telemetry = match telemetry::install(&config) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("ankusa-store: {e}");
+            std::process::exit(2);
+        }
     };
-    if log::set_logger(&StderrLog).is_ok() {
-        log::set_max_level(level);
-    }
     if std::env::var_os(OLD_TOKENS_ENV).is_some() {
         eprintln!(
             "ankusa-store: {}",
@@ -85,13 +68,16 @@ fn main() {
         let listener = tokio::net::TcpListener::bind(&config.listen)
             .await
             .map_err(|e| format!("--listen {}: {e}", config.listen))?;
-        log::info!(
+        tracing::info!(
             "listening on {} (Redis {})",
             config.listen,
             redact_url(&config.redis_url)
         );
         server::run(listener, config, stop_signal()).await
     });
+    drop(runtime);
+    // The spans of the last hits leave before the process does.
+    telemetry.shutdown();
     if let Err(e) = result {
         eprintln!("ankusa-store: {e}");
         std::process::exit(2);

@@ -86,7 +86,7 @@ pub async fn run(
             Ok((stream, _)) => stream,
             Err(e) => {
                 // Out of file descriptors and the like: back off, keep serving.
-                log::warn!("accept: {e}");
+                tracing::warn!("accept: {e}");
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
@@ -103,7 +103,7 @@ pub async fn run(
             // A stop doesn't wait for a connection that hasn't said anything.
             tokio::select! {
                 known = protocol_known_within(&stream, header_timeout) => if !known {
-                    log::debug!("connection: no request within {header_timeout:?}");
+                    tracing::debug!("connection: no request within {header_timeout:?}");
                     return;
                 },
                 _ = stopping.wait_for(|stopping| *stopping) => return,
@@ -112,19 +112,19 @@ pub async fn run(
                 .serve_connection(TokioIo::new(stream), service)
                 .into_owned();
             if let Err(e) = watcher.watch(conn).await {
-                log::debug!("connection: {e}");
+                tracing::debug!("connection: {e}");
             }
         });
     }
 
-    log::info!("stopping: no new connections, flushing settles");
+    tracing::info!("stopping: no new connections, flushing settles");
     drop(listener);
     let _ = draining_tx.send(true);
     if tokio::time::timeout(DRAIN_GRACE, graceful.shutdown())
         .await
         .is_err()
     {
-        log::warn!("some connections were still busy after {DRAIN_GRACE:?}");
+        tracing::warn!("some connections were still busy after {DRAIN_GRACE:?}");
     }
     // The batcher ends once the last settle handle is gone, after its flush.
     drop(shared);
@@ -132,7 +132,7 @@ pub async fn run(
         .await
         .is_err()
     {
-        log::warn!("settle flush did not finish within {DRAIN_GRACE:?}");
+        tracing::warn!("settle flush did not finish within {DRAIN_GRACE:?}");
     }
     monitor.abort();
     edges_task.abort();

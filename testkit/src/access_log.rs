@@ -1,18 +1,38 @@
-//! An edge's access log: how long Envoy held each request, and the upstream's
+//! An edge's access log, in the format the shipped configs use
+//! (`envoy/edge.yaml`): how long Envoy held each request and the upstream's
 //! part of it, so a test can tell the time a hook spent at the edge (waiting
-//! for the store, in the filter, in Envoy) from the time the intake took.
+//! for the store, in the filter, in Envoy) from the time the intake took; and
+//! the filter's decision for it (`%FILTER_STATE(wasm.ankusa:PLAIN)%`).
 //!
-//! Only edges started with [`crate::envoy::Edge::start_lds_logged`] write one;
-//! the template itself has no access log, so benchmarks pay nothing for it.
+//! Only edges started with [`crate::envoy::Edge::start_lds_logged`] (or
+//! [`crate::envoy::Edge::spawn_logged`]) write one; the template itself has
+//! no access log, so benchmarks pay nothing for it.
 
 use std::path::Path;
 
-/// One line per request: when it started (Unix seconds, ms precision),
-/// Envoy's whole time (`%DURATION%`, first byte in to last byte out, ms),
-/// the upstream's time (`x-envoy-upstream-service-time`, ms; `-` for a
-/// local reply) and the status.
-pub const FORMAT: &str =
-    "%START_TIME(%s.%3f)% %DURATION% %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% %RESPONSE_CODE%\\n";
+/// The docker-compose edge, whose access log format every shipped config shares.
+pub const SHIPPED: &str = include_str!("../../envoy/edge.yaml");
+
+/// The `text_format:` line of a config, as written (a YAML double-quoted
+/// scalar, which is also a JSON string).
+pub fn format_line(config: &str) -> Option<&str> {
+    config
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("text_format:"))
+        .map(str::trim)
+}
+
+/// The shipped format, as Envoy reads it. It starts with when the request
+/// started (Unix seconds, ms precision), Envoy's whole time (`%DURATION%`,
+/// first byte in to last byte out, ms), the upstream's time
+/// (`x-envoy-upstream-service-time`, ms; `-` for a local reply) and the
+/// status; [`parse_line`] reads those four. The filter's decision ends it.
+/// Panics if `envoy/edge.yaml` holds no access log format.
+pub fn format() -> String {
+    let quoted = format_line(SHIPPED).expect("envoy/edge.yaml has an access log text_format");
+    serde_json::from_str(quoted).expect("the text_format is one double-quoted string")
+}
 
 /// Where the HTTP connection manager of the template's listener is named.
 const ANCHOR: &str = "          stat_prefix: webhooks\n";
@@ -24,13 +44,14 @@ pub fn with_access_log(bootstrap: &str, path: &Path) -> String {
         .find(ANCHOR)
         .map(|i| i + ANCHOR.len())
         .expect("the template's listener names stat_prefix: webhooks");
+    let format = serde_json::Value::String(format()).to_string();
     let block = format!(
         "          access_log:\n\
          \x20         - name: envoy.access_loggers.file\n\
          \x20           typed_config:\n\
          \x20             \"@type\": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog\n\
          \x20             path: \"{}\"\n\
-         \x20             log_format: {{ text_format: \"{FORMAT}\" }}\n",
+         \x20             log_format: {{ text_format: {format} }}\n",
         path.display()
     );
     format!("{}{block}{}", &bootstrap[..at], &bootstrap[at..])
@@ -55,7 +76,7 @@ impl Held {
     }
 }
 
-/// Parses one line of [`FORMAT`]; `None` for anything else.
+/// Parses the first four fields of a line of [`format`]; `None` for anything else.
 pub fn parse_line(line: &str) -> Option<Held> {
     let mut parts = line.split_whitespace();
     let start: f64 = parts.next()?.parse().ok()?;
@@ -71,6 +92,27 @@ pub fn parse_line(line: &str) -> Option<Held> {
         upstream_ms,
         status,
     })
+}
+
+/// The filter's decision a line ends with (`outcome=… store_us=…`), or None.
+pub fn decision(line: &str) -> Option<&str> {
+    line.find(" outcome=").map(|at| line[at + 1..].trim_end())
+}
+
+/// One field of a decision (`outcome`, `decided`, …), as written.
+pub fn field<'a>(decision: &'a str, name: &str) -> Option<&'a str> {
+    decision
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// Every line of the access log at `path` (none when it doesn't exist).
+pub fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// Every request in the access log at `path` (none when it doesn't exist).
@@ -104,6 +146,34 @@ mod tests {
             Some(257)
         );
         assert_eq!(parse_line("garbage"), None);
+    }
+
+    #[test]
+    fn the_decision_ends_a_line_and_its_fields_read_back() {
+        let line = "1796101557.741 3 1 201 - \"POST /webhooks/gh HTTP/1.1\" 20 40 \"-\" \
+                    outcome=admitted shadow=false tenant=acme source=gh key=k1 hook=h \
+                    rate_scope=fleet dedupe_scope=fleet decided=store store_us=812";
+        let decided = decision(line).expect("a decision");
+        assert!(decided.starts_with("outcome=admitted "), "{decided}");
+        assert_eq!(field(decided, "outcome"), Some("admitted"));
+        assert_eq!(field(decided, "decided"), Some("store"));
+        assert_eq!(field(decided, "store_us"), Some("812"));
+        assert_eq!(field(decided, "scope"), None);
+        assert_eq!(decision("1796101557.741 3 - 503 UF \"-\" -"), None);
+        assert_eq!(parse_line(line).map(|h| h.status), Some(201));
+    }
+
+    #[test]
+    fn the_format_is_the_shipped_one_and_prints_the_decision() {
+        let format = format();
+        assert!(
+            format.starts_with("%START_TIME(%s.%3f)% %DURATION% "),
+            "{format}"
+        );
+        assert!(
+            format.ends_with(" %FILTER_STATE(wasm.ankusa:PLAIN)%\n"),
+            "{format}"
+        );
     }
 
     #[test]

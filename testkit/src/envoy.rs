@@ -93,6 +93,12 @@ impl Edge {
         Edge::spawn_with(spec, |bootstrap| bootstrap)
     }
 
+    /// [`Edge::spawn`], and the listener writes an access log in the
+    /// shipped format ([`crate::access_log`]) to `access.log` in the edge's folder.
+    pub fn spawn_logged(spec: EdgeSpec) -> Edge {
+        Edge::spawn_inner(spec, |b| b, false, Some(run_token()), true)
+    }
+
     /// Starts Envoy with its listener from file-based LDS, so [`Edge::reload`]
     /// can change the plugin configuration while it runs; waits until ready.
     pub fn start_lds(spec: EdgeSpec) -> Edge {

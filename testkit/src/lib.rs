@@ -13,6 +13,7 @@
 //! - [`fault`]: a TCP proxy that delays, blackholes, resets or garbles, switched at runtime.
 //! - [`prometheus`]: a real Prometheus scraping them, and `promtool`.
 //! - [`token`]: the store token of a test run, passed to store and edges by environment.
+//! - `otlp` (feature `otlp`): an OTLP/HTTP trace receiver keeping the spans it is sent.
 
 pub mod access_log;
 pub mod envoy;
@@ -20,6 +21,8 @@ pub mod fault;
 pub mod http;
 pub mod intake;
 pub mod metrics;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod paths;
 pub mod ports;
 pub mod process;

@@ -10,6 +10,18 @@ use crate::token::{
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// The variables that set the store's logs and traces: a test's store has
+/// none of the test process's, only those its test gives it.
+pub const TELEMETRY_VARS: [&str; 7] = [
+    "RUST_LOG",
+    "ANKUSA_LOG",
+    "ANKUSA_LOG_FORMAT",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_TRACES_SAMPLER",
+    "OTEL_SERVICE_NAME",
+];
+
 pub struct Store {
     pub proc: Proc,
     pub port: u16,
@@ -51,7 +63,7 @@ impl Store {
         cmd.args(["--listen", &listen, "--redis-url", redis_url])
             .args(extra_args)
             .env_remove(OLD_STORE_TOKENS_ENV);
-        for var in STORE_TOKEN_VARS {
+        for var in STORE_TOKEN_VARS.iter().chain(&TELEMETRY_VARS) {
             cmd.env_remove(var);
         }
         cmd.envs(env.iter().copied());

@@ -7,7 +7,7 @@
 //! request. A shape with no body (end of stream on the headers) gets what
 //! the plain request with an empty body gets.
 
-mod shapes_support;
+pub(crate) mod shapes_support;
 
 use ankusa_core::verify::{body_mac, Encoding};
 use ankusa_testkit::envoy::{Edge, EdgeSpec};
@@ -20,11 +20,12 @@ use shapes_support::{Answer, Framing, H2Body, Request, Sent};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-const SECRET: &str = "shapes-signing-secret";
+/// The `signed` source's secret, in the VM environment as `ANKUSA_T_SHAPES`.
+pub(crate) const SECRET: &str = "shapes-signing-secret";
 const MAX_BODY: usize = 256;
 /// The tenant `spent` may send 250 body bytes, refilled at 1 byte/s: once
 /// spent, a 200-byte body waits 200 s.
-const SPENT_BURST: usize = 250;
+pub(crate) const SPENT_BURST: usize = 250;
 const DUPLICATE: &str = "shape-dup";
 const PENDING: &str = "shape-pending";
 
@@ -63,7 +64,9 @@ impl Outcome {
     }
 }
 
-fn config() -> Value {
+/// Sources `signed` (GitHub signatures), `plain` and `spent` (its tenant out
+/// of body bytes once it sent [`SPENT_BURST`]), fleet scopes.
+pub(crate) fn config() -> Value {
     json!({
         "max_body_bytes": MAX_BODY,
         "sources": {
@@ -158,7 +161,7 @@ impl World {
 
 /// A POST to `source` with delivery `id` and a JSON body of `len` bytes,
 /// signed with the source's secret (or, `forged`, another).
-fn build(source: &str, id: &str, forged: bool, len: usize) -> Request {
+pub(crate) fn build(source: &str, id: &str, forged: bool, len: usize) -> Request {
     let body = if len == 0 {
         Vec::new()
     } else {

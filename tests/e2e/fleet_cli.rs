@@ -137,6 +137,9 @@ fn start_and_stop(base: u16, sig: &str) {
         "READY names every child the fleet started"
     );
     assert_eq!(children.len(), 5, "redis, store, intake and two edges");
+    if sig == "TERM" {
+        decision_logged(&json, base);
+    }
 
     signal(child.id(), sig);
     assert_eq!(
@@ -145,6 +148,32 @@ fn start_and_stop(base: u16, sig: &str) {
         "fleet exits 0 on SIG{sig}"
     );
     assert_all_gone(&children, &ports);
+}
+
+/// The fleet's edges write the shipped access log, where a hook's decision shows.
+fn decision_logged(ready: &serde_json::Value, base: u16) {
+    let logs: Vec<String> = ready["access_logs"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(logs.len(), 2, "one access log per edge: {ready}");
+    let url = format!("http://127.0.0.1:{}/webhooks/acme/gh", base + 10);
+    let headers = [("x-github-delivery", "fleet-cli-logged")];
+    let answer =
+        ankusa_testkit::http::request("POST", &url, &headers, b"{}", Duration::from_secs(10))
+            .expect("a hook through edge-1");
+    assert_eq!(answer.status, 201, "{}", answer.text());
+    // Envoy writes its access logs out every 10 s.
+    let logged = ankusa_tests::edge_support::eventually(Duration::from_secs(20), || {
+        ankusa_testkit::access_log::lines(std::path::Path::new(&logs[0]))
+            .iter()
+            .any(|l| l.contains("outcome=admitted") && l.contains("key=fleet-cli-logged"))
+    });
+    assert!(logged, "no decision in {}", logs[0]);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! runs one module. Build what they launch first: `cargo build --workspace
 //! --bins` and the filter as `wasm32-wasip1` (`scripts/test.sh` does both).
 
+mod access_log;
 mod bench_floors;
 mod compose;
 mod dashboards;
@@ -38,3 +39,4 @@ mod intake;
 mod prometheus;
 mod provider;
 mod release;
+mod traces;

@@ -24,6 +24,7 @@ use crate::cas::CasStore;
 use crate::config::Config;
 use crate::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS};
 use crate::edges::EdgesSeen;
+use crate::hook::decision::Decision;
 use crate::hook::headers::RequestHeaders;
 use crate::hook::outcome::Outcome;
 use crate::hook::plan::{HookFacts, Plan};
@@ -106,6 +107,10 @@ pub struct Hook {
     /// The hook's call is shared with others whose outcome the breaker
     /// counts (see [`Hook::share_call`]).
     shares_call: bool,
+    /// What the access log will tell, gathered until it is published.
+    decision: Decision,
+    /// The decision was published (see [`Hook::decide`]).
+    decided: bool,
     effects: Vec<Effect>,
     /// The hit call of the step being built.
     hit: Option<HitCall>,
@@ -160,6 +165,7 @@ impl Hook {
     /// Answers the sender (now, or once its upload is complete) and counts the outcome.
     fn reply(&mut self, outcome: Outcome, reply: LocalReply) -> Step {
         self.metric(Metric::Admission(outcome));
+        self.decide(outcome, false);
         if self.request_done {
             self.emit(Effect::Reply(reply));
         } else {
@@ -205,6 +211,10 @@ impl Hook {
 
     /// Adds the hook's headers and lets it through, counted as `counted`.
     fn pass(&mut self, claim: Option<Claim>, counted: Metric) -> Step {
+        match counted {
+            Metric::Shadowed(outcome) => self.decide(outcome, true),
+            _ => self.decide(Outcome::Admitted, false),
+        }
         // The facts are spent: nothing is decided after a hook is let through.
         if let Some(facts) = self.facts.take() {
             self.emit(Effect::Header(HOOK_ID, Some(facts.hook_id)));
@@ -221,6 +231,7 @@ impl Hook {
     }
 }
 
+mod decision;
 mod effect;
 mod node;
 mod node_override;

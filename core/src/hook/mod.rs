@@ -12,9 +12,11 @@
 //! - [`degraded`]: which limiters a fall-back degrades.
 //! - [`outcome`]: how a hook was answered, as the metrics count it.
 //! - [`worker`]: what every hook on a worker shares, built once per configuration.
+//! - [`decision`]: how a hook was answered, as Envoy's access log prints it.
 
 pub mod admit;
 pub mod batch;
+pub mod decision;
 pub mod degraded;
 pub mod headers;
 pub mod machine;

@@ -23,6 +23,8 @@ pub struct HookFacts {
     /// The body claim's key when the source has a replay guard
     /// ([`crate::verify::replay::body_key`]).
     pub replay_key: Option<String>,
+    /// The sender's trace context ([`crate::trace_context::parse`]d), carried in the hit.
+    pub traceparent: Option<String>,
 }
 
 /// Where the charges of one hook go.
@@ -116,6 +118,7 @@ pub fn plan(config: &Config, node: &str, hook: &HookFacts) -> Result<Plan, TooLa
         claim,
         replay,
         node: Some(node.to_string()),
+        traceparent: hook.traceparent.clone(),
     });
     Ok(Plan {
         charges,

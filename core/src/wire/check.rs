@@ -147,6 +147,15 @@ impl HitRequest {
         if let Some(node) = &self.node {
             check_name("node", node)?;
         }
+        if let Some(t) = &self.traceparent {
+            if crate::trace_context::parse(t).as_deref() != Some(t.as_str()) {
+                let shown = t.get(..64).map_or(format!("{t:?}"), |t| format!("{t:?}…"));
+                return Err(invalid(
+                    "traceparent",
+                    format!("{shown} is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)"),
+                ));
+            }
+        }
         let tenant = self.tenant().unwrap_or_default();
         if let Some(replay) = &self.replay {
             replay.validate("replay")?;

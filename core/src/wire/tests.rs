@@ -67,6 +67,7 @@ fn charge(kind: ChargeKind) -> Charge {
 fn hit_request_round_trips_in_the_documented_shape() {
     let req = HitRequest {
         node: None,
+        traceparent: None,
         charges: vec![charge(ChargeKind::Hooks)],
         claim: Some(claim()),
         replay: None,
@@ -122,6 +123,7 @@ fn charge_error(edit: impl FnOnce(&mut Charge)) -> String {
     edit(&mut c);
     HitRequest {
         node: None,
+        traceparent: None,
         charges: vec![c],
         claim: None,
         replay: None,
@@ -136,6 +138,7 @@ fn claim_error(edit: impl FnOnce(&mut Claim)) -> String {
     edit(&mut c);
     HitRequest {
         node: None,
+        traceparent: None,
         charges: vec![],
         claim: Some(c),
         replay: None,
@@ -172,6 +175,7 @@ fn every_charge_bound_is_the_core_limit_naming_the_field() {
     assert_eq!(
         HitRequest {
             node: None,
+            traceparent: None,
             charges: vec![top],
             claim: None,
             replay: None,
@@ -203,6 +207,7 @@ fn empty_names_are_refused() {
     cl.key.clear();
     let err = HitRequest {
         node: None,
+        traceparent: None,
         charges: vec![],
         claim: Some(cl),
         replay: None,
@@ -214,6 +219,7 @@ fn empty_names_are_refused() {
     cl.tenant.clear();
     let err = HitRequest {
         node: None,
+        traceparent: None,
         charges: vec![],
         claim: Some(cl),
         replay: None,
@@ -250,6 +256,7 @@ fn one_hit_is_one_tenant() {
     other.tenant = "globex".into();
     let req = HitRequest {
         node: None,
+        traceparent: None,
         charges: vec![charge(ChargeKind::Hooks), other],
         claim: None,
         replay: None,
@@ -257,6 +264,7 @@ fn one_hit_is_one_tenant() {
     assert_eq!(req.validate().unwrap_err().field, "charges[1].tenant");
     let req = HitRequest {
         node: None,
+        traceparent: None,
         charges: vec![charge(ChargeKind::Hooks), charge(ChargeKind::Hooks)],
         claim: None,
         replay: None,
@@ -268,6 +276,7 @@ fn one_hit_is_one_tenant() {
 fn empty_hit_is_refused_and_unknown_fields_fail_to_parse() {
     let req = HitRequest {
         node: None,
+        traceparent: None,
         charges: vec![],
         claim: None,
         replay: None,
@@ -300,10 +309,33 @@ fn charge_kinds_keep_their_names() {
         claim: None,
         replay: None,
         node: None,
+        traceparent: None,
     };
     let e = twice.validate().unwrap_err();
     assert_eq!(
         e.to_string(),
         r#"charges[1].kind: "bytes" is charged twice"#
     );
+}
+
+#[test]
+fn a_hit_carries_its_own_traceparent_and_a_bad_one_is_refused_naming_it() {
+    let traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let mut req = HitRequest {
+        node: None,
+        traceparent: Some(traced.into()),
+        charges: vec![charge(ChargeKind::Hooks)],
+        claim: None,
+        replay: None,
+    };
+    assert_eq!(req.validate(), Ok(()));
+    let json = serde_json::to_value(&req).unwrap();
+    assert_eq!(json["traceparent"], traced);
+    req.traceparent = Some("00-not-a-trace".into());
+    let err = req.validate().unwrap_err();
+    assert_eq!(err.field, "traceparent");
+    assert!(err.problem.contains("\"00-not-a-trace\""), "{err}");
+    req.traceparent = None;
+    let json = serde_json::to_string(&req).unwrap();
+    assert!(!json.contains("traceparent"), "absent, not null: {json}");
 }

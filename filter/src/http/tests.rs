@@ -492,3 +492,29 @@ fn a_key_in_a_body_ended_by_trailers_is_claimed_then_forwarded() {
     assert_eq!(host.resumed.get(), 1, "forwarded once the store said ok");
     assert_eq!(host.admissions(), [Outcome::Admitted]);
 }
+
+#[test]
+fn each_hook_publishes_its_decision_once_for_the_access_log() {
+    let (host, mut hook) = fleet_hook(Some("200"), r#"{"result":"ok"}"#);
+    hook.on_http_request_body(2, true);
+    host.respond(&[(":status", "201")]);
+    hook.on_http_response_headers(1, false);
+    hook.on_log();
+    let published = host.published.borrow().clone();
+    let [line] = &published[..] else {
+        panic!("not one decision: {published:?}")
+    };
+    assert!(
+        line.starts_with("outcome=admitted shadow=false tenant=acme source=gh "),
+        "{line}"
+    );
+    assert!(line.contains(&format!(" key={DELIVERY} ")), "{line}");
+    assert!(line.contains(" decided=store store_us="), "{line}");
+
+    let (host, _hook) = fleet_hook(Some("503"), "");
+    let published = host.published.borrow().clone();
+    assert!(
+        matches!(&published[..], [l] if l.contains(" decided=fallback ")),
+        "{published:?}"
+    );
+}

@@ -32,10 +32,10 @@ impl Backend {
                         Ok(n) => {
                             carried = true;
                             if n > 0 {
-                                log::info!("{n} overrides carried over into the change log");
+                                tracing::info!("{n} overrides carried over into the change log");
                             }
                         }
-                        Err(e) => log::warn!("carrying overrides into the change log: {e}"),
+                        Err(e) => tracing::warn!("carrying overrides into the change log: {e}"),
                     }
                 }
                 let pause = if up { 500 } else { 200 };
@@ -53,7 +53,7 @@ impl Backend {
                     *self.conn.write().unwrap_or_else(|p| p.into_inner()) = Some(conn);
                 }
                 Ok(Err(e)) => {
-                    log::debug!("connecting to Redis: {e}");
+                    tracing::debug!("connecting to Redis: {e}");
                     self.set_up(false);
                     return false;
                 }

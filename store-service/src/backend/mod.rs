@@ -81,9 +81,9 @@ impl Backend {
     fn set_up(&self, up: bool) {
         if self.up.swap(up, Ordering::Relaxed) != up {
             if up {
-                log::info!("Redis answers");
+                tracing::info!("Redis answers");
             } else {
-                log::warn!("Redis does not answer");
+                tracing::warn!("Redis does not answer");
             }
         }
         self.metrics.redis_up.set(i64::from(up));

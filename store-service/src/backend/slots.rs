@@ -44,8 +44,8 @@ impl Backend {
                     *self.slots.write().unwrap_or_else(|p| p.into_inner()) = owners;
                 }
             }
-            Ok(Err(e)) => log::warn!("CLUSTER SLOTS: {e}"),
-            Err(_) => log::warn!("CLUSTER SLOTS did not answer in {PROBE_TIMEOUT:?}"),
+            Ok(Err(e)) => tracing::warn!("CLUSTER SLOTS: {e}"),
+            Err(_) => tracing::warn!("CLUSTER SLOTS did not answer in {PROBE_TIMEOUT:?}"),
         }
     }
 

@@ -4,12 +4,14 @@ use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::backend::Backend;
 use crate::errors::StoreError;
 use crate::keys;
+use crate::spans;
 use ankusa_core::gcra::wait_ms;
 use ankusa_core::wire::{HitAnswer, HitReply, HitRequest};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use redis::Value;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+use tracing::{Instrument, Span};
 
 pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
@@ -19,27 +21,35 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     if let Some(node) = &hit.node {
         shared.edges.note(node);
     }
+    let request = Span::current();
+    spans::tenant(&request, hit.tenant().unwrap_or_default());
+    let span = spans::hit(&hit);
     let backend = std::sync::Arc::clone(&shared.backend);
-    let mut answer = within(
-        shared,
-        "hit",
-        budget,
-        async move { run(&backend, &hit).await },
-    )
-    .await?;
+    let work = async move { run(&backend, &hit).await }.instrument(span.clone());
+    let answered = within(shared, "hit", budget, work).await;
+    let (mut answer, waited) = answered.inspect_err(|e| spans::result(&span, e.code()))?;
+    spans::redis(&request, waited);
     answer.edges = shared.edges.count();
-    let result = match &answer.answer {
-        HitAnswer::Ok => "ok",
-        HitAnswer::Duplicate { .. } => "duplicate",
-        HitAnswer::Pending { .. } => "pending",
-        HitAnswer::RateLimited { .. } => "rate_limited",
-    };
+    let result = result_of(&answer.answer);
+    spans::result(&span, result);
     count(shared, "hit", result);
     shared.backend.metrics.hits_per_call.observe(1.0);
     Ok(json(StatusCode::OK, &answer))
 }
 
-pub async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitReply, StoreError> {
+/// The `result` label of an answer.
+pub fn result_of(answer: &HitAnswer) -> &'static str {
+    match answer {
+        HitAnswer::Ok => "ok",
+        HitAnswer::Duplicate { .. } => "duplicate",
+        HitAnswer::Pending { .. } => "pending",
+        HitAnswer::RateLimited { .. } => "rate_limited",
+    }
+}
+
+/// Runs one hit: its answer, and how long Redis took (recorded on the
+/// current span, the hit's).
+pub async fn run(backend: &Backend, hit: &HitRequest) -> Result<(HitReply, Duration), StoreError> {
     // Never resent by a Cluster client: a hit is not idempotent.
     let mut conn = backend.conn_once()?;
     let (keys, args) = keys_and_args(hit);
@@ -52,12 +62,11 @@ pub async fn run(backend: &Backend, hit: &HitRequest) -> Result<HitReply, StoreE
     }
     let started = Instant::now();
     let reply = call.invoke_async::<Vec<Value>>(&mut conn).await;
-    backend
-        .metrics
-        .redis_seconds
-        .observe(started.elapsed().as_secs_f64());
+    let waited = started.elapsed();
+    backend.metrics.redis_seconds.observe(waited.as_secs_f64());
+    spans::redis(&Span::current(), waited);
     let reply = reply.map_err(|e| StoreError::from_redis(&e))?;
-    parse_reply(&reply)
+    Ok((parse_reply(&reply)?, waited))
 }
 
 /// The hit script's KEYS and ARGV for one validated hit (see `hit.lua`).

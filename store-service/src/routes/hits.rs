@@ -7,11 +7,12 @@
 //! that lost its script cache (restart, `SCRIPT FLUSH`) runs the batch all
 //! the same: no hit is ever sent twice, as a hit is not idempotent.
 
-use super::hit::{keys_and_args, parse_reply};
+use super::hit::{keys_and_args, parse_reply, result_of};
 use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::backend::{Backend, Node};
 use crate::errors::StoreError;
 use crate::keys;
+use crate::spans;
 use ankusa_core::wire::{HitReply, HitRequest, SettleOp};
 use ankusa_core::wire_batch::{check_count, check_settle, item_field, HitResult, HitsAnswer};
 use hyper::body::Incoming;
@@ -20,7 +21,9 @@ use redis::Value;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
+use tracing::{Instrument, Span};
 
 /// The body as read: each hit still raw, so one bad hit refuses only itself.
 #[derive(Deserialize)]
@@ -33,8 +36,11 @@ struct RawHits {
 
 type Answered = Result<HitReply, StoreError>;
 
-/// What one node runs: hits (with their index in the batch) and settle operations.
-type NodeWork = (Vec<(usize, HitRequest)>, Vec<SettleOp>);
+/// A hit to run: its index in the batch, the hit, and its span.
+type Item = (usize, HitRequest, Span);
+
+/// What one node runs: hits and settle operations.
+type NodeWork = (Vec<Item>, Vec<SettleOp>);
 
 pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
@@ -51,7 +57,8 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
                 if let Some(node) = &hit.node {
                     shared.edges.note(node);
                 }
-                valid.push((i, hit));
+                let span = spans::hit(&hit);
+                valid.push((i, hit, span));
             }
             Err(e) => results[i] = Some(refused(&e)),
         }
@@ -119,14 +126,14 @@ fn refused(e: &StoreError) -> HitResult {
 /// node, the nodes at once; whether every settle operation was applied.
 async fn execute(
     backend: Arc<Backend>,
-    hits: Vec<(usize, HitRequest)>,
+    hits: Vec<Item>,
     settles: Vec<SettleOp>,
 ) -> (Vec<(usize, Answered)>, bool) {
     let mut by_node: HashMap<Node, NodeWork> = HashMap::new();
-    for (i, hit) in hits {
+    for (i, hit, span) in hits {
         // Every key of one hit carries its tenant's hash tag: one slot.
         let node = backend.node_of(&keys::override_of(hit.tenant().unwrap_or_default()));
-        by_node.entry(node).or_default().0.push((i, hit));
+        by_node.entry(node).or_default().0.push((i, hit, span));
     }
     for op in settles {
         let node = backend.node_of(&keys::claim(op.claim()));
@@ -135,35 +142,41 @@ async fn execute(
     let mut sends = JoinSet::new();
     for (node, (group, ops)) in by_node {
         let backend = Arc::clone(&backend);
-        sends.spawn(async move { send(&backend, &node, group, &ops).await });
+        let send = async move { send(&backend, &node, group, &ops).await };
+        sends.spawn(send.in_current_span());
     }
     let mut out = Vec::new();
     let mut settles_ok = true;
+    // The nodes are waited for at once: the request waited for the slowest.
+    let mut waited = Duration::ZERO;
     while let Some(joined) = sends.join_next().await {
         match joined {
-            Ok((answers, ok)) => {
+            Ok((answers, ok, took)) => {
                 out.extend(answers);
                 settles_ok &= ok;
+                waited = waited.max(took);
             }
             Err(e) => {
-                log::warn!("hits pipeline task: {e}");
+                tracing::warn!("hits pipeline task: {e}");
                 settles_ok = false;
             }
         }
     }
+    spans::redis(&Span::current(), waited);
     (out, settles_ok)
 }
 
 /// One pipeline to `node`: `SCRIPT LOAD` of the hit script (and of the
 /// settle script, with settle operations among `ops`), one EVALSHA per hit, then
 /// the settle operations. Each hit gets its own reply, or its own error;
-/// the settle operations succeed or fail together.
+/// the settle operations succeed or fail together. Third: how long the
+/// pipeline waited for Redis, recorded on each hit's span with its result.
 async fn send(
     backend: &Backend,
     node: &Node,
-    group: Vec<(usize, HitRequest)>,
+    group: Vec<Item>,
     ops: &[SettleOp],
-) -> (Vec<(usize, Answered)>, bool) {
+) -> (Vec<(usize, Answered)>, bool, Duration) {
     let mut pipe = redis::pipe();
     pipe.cmd("SCRIPT")
         .arg("LOAD")
@@ -176,7 +189,7 @@ async fn send(
     }
     let loads = 1 + usize::from(settles);
     let sha = backend.scripts.hit.get_hash();
-    for (_, hit) in &group {
+    for (_, hit, _) in &group {
         let (keys, args) = keys_and_args(hit);
         pipe.cmd("EVALSHA")
             .arg(sha)
@@ -188,26 +201,36 @@ async fn send(
         crate::batcher::push_op(&mut pipe, backend, op);
     }
     let expected = loads + group.len() + ops.len();
+    let started = Instant::now();
     let result = backend.send_pipeline_values(node, &pipe, expected).await;
+    let waited = started.elapsed();
     let values = match result {
         Ok(values) if values.len() == expected => values,
         Ok(values) => {
             let e = format!("{} replies to {expected} commands", values.len());
-            return (every(group, || StoreError::Internal(e.clone())), false);
+            return (
+                every(group, waited, || StoreError::Internal(e.clone())),
+                false,
+                waited,
+            );
         }
         Err(e) => {
             if matches!(e.kind(), redis::ErrorKind::Moved | redis::ErrorKind::Ask) {
                 backend.refresh_slots().await;
             } else {
-                log::debug!("hits pipeline on {node:?}: {e}");
+                tracing::debug!("hits pipeline on {node:?}: {e}");
             }
-            return (every(group, || StoreError::from_redis(&e)), false);
+            return (
+                every(group, waited, || StoreError::from_redis(&e)),
+                false,
+                waited,
+            );
         }
     };
     let mut values = values.into_iter().skip(loads);
     let mut answers = Vec::with_capacity(group.len());
     let mut moved = false;
-    for (i, _) in group {
+    for (i, _, span) in group {
         let answer = match values.next() {
             Some(Value::Array(reply)) => parse_reply(&reply),
             Some(Value::ServerError(e)) if matches!(e.code(), "MOVED" | "ASK") => {
@@ -221,6 +244,7 @@ async fn send(
                 "unexpected hit script reply {other:?}"
             ))),
         };
+        note(&span, &answer, waited);
         answers.push((i, answer));
     }
     let settled: Vec<Value> = values.collect();
@@ -231,11 +255,28 @@ async fn send(
     if settles_ok {
         crate::batcher::count_outcomes(backend, ops, &settled);
     }
-    (answers, settles_ok)
+    (answers, settles_ok, waited)
 }
 
-fn every(group: Vec<(usize, HitRequest)>, e: impl Fn() -> StoreError) -> Vec<(usize, Answered)> {
-    group.into_iter().map(|(i, _)| (i, Err(e()))).collect()
+/// Every hit of `group` failed with `e` after `waited`.
+fn every(group: Vec<Item>, waited: Duration, e: impl Fn() -> StoreError) -> Vec<(usize, Answered)> {
+    group
+        .into_iter()
+        .map(|(i, _, span)| {
+            let answer = Err(e());
+            note(&span, &answer, waited);
+            (i, answer)
+        })
+        .collect()
+}
+
+/// Records a hit's result and its pipeline's wait for Redis on its span.
+fn note(span: &Span, answer: &Answered, waited: Duration) {
+    spans::redis(span, waited);
+    match answer {
+        Ok(reply) => spans::result(span, result_of(&reply.answer)),
+        Err(e) => spans::result(span, e.code()),
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::batcher::Settler;
 use crate::edges::LiveEdges;
 use crate::endpoint::Endpoint;
 use crate::errors::StoreError;
+use crate::spans;
 use ankusa_core::wire::BUDGET_HEADER;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -24,6 +25,7 @@ use serde::Serialize;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::{Instrument, Span};
 
 /// Largest hit, hits or reset body read (1 MiB): a legal hit is a few
 /// hundred bytes, a batch of `MAX_HITS_PER_CALL` (256) of them well under it.
@@ -46,9 +48,16 @@ pub struct Shared {
 pub type Reply = Response<Full<Bytes>>;
 
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply, Infallible> {
+    let endpoint = Endpoint::of(req.uri().path());
+    let span = spans::request(endpoint.map_or("unknown", Endpoint::name));
+    let reply = route(shared, req, endpoint).instrument(span.clone()).await;
+    tracing::debug!(parent: &span, status = reply.status().as_u16(), "answered");
+    Ok(reply)
+}
+
+async fn route(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Option<Endpoint>) -> Reply {
     let path = req.uri().path().to_string();
     let method = req.method().clone();
-    let endpoint = Endpoint::of(&path);
     // One gate for every `/v1/*` path, known or not, before anything else
     // is looked at: an unauthenticated caller learns nothing about routes.
     let mut role = None;
@@ -58,14 +67,14 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
         let more = given.count();
         if more > 0 {
             // Which one would count depends on who reads it: refuse both.
-            return Ok(fail(
+            return fail(
                 &shared,
                 endpoint,
                 StoreError::BadRequest(format!(
                     "authorization: sent {} times; send one `authorization: Bearer <token>`",
                     more + 1
                 )),
-            ));
+            );
         }
         let checked = shared
             .auth
@@ -85,22 +94,22 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
                 reply
                     .headers_mut()
                     .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                return Ok(reply);
+                return reply;
             }
         }
     }
     let Some(endpoint) = endpoint else {
-        return Ok(fail(&shared, None, StoreError::NotFound { path }));
+        return fail(&shared, None, StoreError::NotFound { path });
     };
     if !endpoint.allows(&method) {
-        return Ok(fail(
+        return fail(
             &shared,
             Some(endpoint),
             StoreError::MethodNotAllowed {
                 method: method.to_string(),
                 path,
             },
-        ));
+        );
     }
     if let (Some(role), Some(needed)) = (role, endpoint.role(&method)) {
         if role < needed {
@@ -111,11 +120,11 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
                 .with_label_values(&[endpoint.name()])
                 .inc();
             let method = method.to_string();
-            return Ok(fail(
+            return fail(
                 &shared,
                 Some(endpoint),
                 StoreError::Forbidden { role, method, path },
-            ));
+            );
         }
     }
     let result = match endpoint {
@@ -131,19 +140,19 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Reply
                 CONTENT_TYPE,
                 HeaderValue::from_static("text/plain; version=0.0.4"),
             );
-            return Ok(reply);
+            return reply;
         }
-        Endpoint::Healthz => return Ok(json(StatusCode::OK, &serde_json::json!({"status": "ok"}))),
+        Endpoint::Healthz => return json(StatusCode::OK, &serde_json::json!({"status": "ok"})),
         Endpoint::Readyz => shared
             .backend
             .ping(shared.max_budget.min(Duration::from_secs(1)))
             .await
             .map(|()| json(StatusCode::OK, &serde_json::json!({"status": "ready"}))),
     };
-    Ok(match result {
+    match result {
         Ok(reply) => reply,
         Err(e) => fail(&shared, Some(endpoint), e),
-    })
+    }
 }
 
 /// Counts a success of `endpoint` with its `result` label.
@@ -154,6 +163,7 @@ pub fn count(shared: &Shared, endpoint: &str, result: &str) {
         .requests
         .with_label_values(&[endpoint, result])
         .inc();
+    spans::result(&Span::current(), result);
 }
 
 fn fail(shared: &Shared, endpoint: Option<Endpoint>, e: StoreError) -> Reply {
@@ -161,10 +171,11 @@ fn fail(shared: &Shared, endpoint: Option<Endpoint>, e: StoreError) -> Reply {
     match &e {
         // An outage is logged once, by the probe, as Redis goes down and up:
         // one line per failed request would flood the log at full load.
-        StoreError::RedisUnavailable(d) => log::debug!("{name}: {}: {d}", e.code()),
-        StoreError::Internal(d) => log::warn!("{name}: {}: {d}", e.code()),
-        _ => log::debug!("{name}: {e}"),
+        StoreError::RedisUnavailable(d) => tracing::debug!(cause = e.code(), "{d}"),
+        StoreError::Internal(d) => tracing::warn!(endpoint = name, cause = e.code(), "{d}"),
+        _ => tracing::debug!("{e}"),
     }
+    spans::result(&Span::current(), e.code());
     // A failed readiness probe is an answer about Redis, not a failed request.
     if endpoint == Some(Endpoint::Readyz) {
         return json(e.status(), &e.body());
@@ -267,7 +278,8 @@ pub async fn within<T: Send + 'static>(
     budget: Duration,
     work: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
 ) -> Result<T, StoreError> {
-    let mut task = tokio::spawn(work);
+    // The work runs in the request's span (and its own, if it has one).
+    let mut task = tokio::spawn(work.in_current_span());
     match tokio::time::timeout(deadline(budget), &mut task).await {
         Ok(joined) => {
             joined.unwrap_or_else(|e| Err(StoreError::Internal(format!("{endpoint} task: {e}"))))

@@ -313,11 +313,12 @@ fn the_redis_password_never_reaches_the_log() {
     let redis = Redis::start();
     let url = format!("redis://:hunter2-secret@127.0.0.1:{}/0", redis.port);
     let mut cmd_env = vec![(EDGE_TOKENS_ENV, run_token())];
-    cmd_env.push(("ANKUSA_LOG", "debug"));
+    // Every line there is, through the old variable's name.
+    cmd_env.push(("ANKUSA_LOG", "trace"));
     let store = Store::start_with_env(free_port(), &url, &[], &cmd_env);
     // This Redis has no password: AUTH fails and the store logs its retries.
     std::thread::sleep(Duration::from_millis(1500));
-    let log = store.proc.log_tail();
+    let log = std::fs::read_to_string(&store.proc.log).unwrap_or_default();
     assert!(log.contains("redis://:***@127.0.0.1"), "{log}");
     assert!(
         !log.contains("hunter2"),

@@ -46,6 +46,9 @@ pub struct FleetSpec {
     /// The intake obeys its test headers (benchmarks: `x-intake-status`);
     /// never for a fleet a sender reaches.
     pub obey_test_headers: bool,
+    /// Each edge writes an access log in the shipped format (the `fleet`
+    /// command's edges do; benchmarks' don't pay for one).
+    pub access_log: bool,
 }
 
 impl FleetSpec {
@@ -57,6 +60,7 @@ impl FleetSpec {
             concurrency: 2,
             vm_env: Vec::new(),
             obey_test_headers: false,
+            access_log: false,
         }
     }
 }
@@ -119,8 +123,13 @@ impl Fleet {
         };
         // Spawn every Envoy first, then wait: their start-ups (V8 compiling the
         // filter) overlap instead of adding up.
+        let spawn = if spec.access_log {
+            Edge::spawn_logged
+        } else {
+            Edge::spawn
+        };
         for (i, (listen, admin)) in ports.edges.iter().enumerate() {
-            fleet.edges.push(Edge::spawn(EdgeSpec {
+            fleet.edges.push(spawn(EdgeSpec {
                 node: format!("edge-{}", i + 1),
                 listen_port: *listen,
                 admin_port: *admin,
@@ -153,6 +162,11 @@ impl Fleet {
             "pids": self.pids(),
             "dir": self.dir.display().to_string(),
             "operator_token_file": self.operator_token_file.display().to_string(),
+            "access_logs": self
+                .edges
+                .iter()
+                .filter_map(|e| e.access_log.as_ref().map(|p| p.display().to_string()))
+                .collect::<Vec<_>>(),
         })
     }
 

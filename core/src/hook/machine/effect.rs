@@ -1,6 +1,7 @@
 //! What a step of the machine returns: the effects for the host to perform, in
 //! order, and whether the request goes on.
 
+use crate::hook::decision::Decision;
 use crate::hook::outcome::{Kind, Outcome};
 use crate::hook::reply::{self, LocalReply};
 use crate::hook::settle::Queued;
@@ -50,6 +51,9 @@ pub enum Effect {
     ResponseHeader(&'static str, String),
     /// Send this local reply now.
     Reply(LocalReply),
+    /// Publish the hook's decision where Envoy's access log reads it
+    /// ([`Decision::render`] into the filter state [`crate::hook::decision::PROPERTY`]).
+    Decision(Decision),
     /// Queue a settle operation.
     Settle(Queued),
     Metric(Metric),

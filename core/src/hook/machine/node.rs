@@ -119,6 +119,7 @@ impl Hook {
         now: u64,
     ) -> Step {
         self.metric(Metric::Fallback);
+        self.note_fallback();
         for kind in fleet_kinds(env.config) {
             self.metric(Metric::Degraded(kind, true));
         }

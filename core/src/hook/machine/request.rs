@@ -22,6 +22,7 @@ impl Hook {
         random: impl FnOnce(u64) -> [u8; 10],
     ) -> Step {
         self.request_done = end_of_stream;
+        self.note_scopes(env);
         // A sender must not choose the hook's id or dedupe key. Removing a
         // name that isn't there would still be a hostcall.
         for name in OWN_HEADERS {
@@ -45,7 +46,10 @@ impl Hook {
             length,
         ) {
             Ok(checked) => checked.needs_body,
-            Err((outcome, refusal)) => return self.reply(outcome, refusal),
+            Err((outcome, refusal)) => {
+                self.note_route(&route);
+                return self.reply(outcome, refusal);
+            }
         };
         let now = now_us();
         let hook_id = crate::hook_id::hook_id(now / 1_000, random(now));
@@ -56,6 +60,9 @@ impl Hook {
             event_key: None,
             body_len: 0,
             replay_key: None,
+            traceparent: headers
+                .get_str(crate::trace_context::TRACEPARENT)
+                .and_then(crate::trace_context::parse),
         });
         self.headers = headers;
         if needs_body && !end_of_stream {

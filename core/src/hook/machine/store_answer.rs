@@ -19,6 +19,7 @@ impl Hook {
             return self.step(Flow::Continue);
         };
         let failure = CallFailure::Dispatch;
+        self.note_call(false, now.saturating_sub(call.started_us));
         self.record(env, call.permit, Some(&failure), now);
         let claim = plan::claim_after_failure(&call.plan, &failure);
         self.replay = plan::replay_after_failure(&call.plan, &failure);
@@ -50,9 +51,11 @@ impl Hook {
         };
         // One sample per call, as the breaker counts calls: the hook the
         // call is counted for records it.
+        let waited_us = now.saturating_sub(call.started_us);
         if !self.shares_call {
-            self.metric(Metric::CallMs(now.saturating_sub(call.started_us) / 1_000));
+            self.metric(Metric::CallMs(waited_us / 1_000));
         }
+        self.note_call(answer.is_ok(), waited_us);
         self.record(env, call.permit, answer.as_ref().err(), now);
         let (answer, levels) = match answer {
             Ok(reply) => {

@@ -26,6 +26,7 @@ fn hook(key: Option<&str>, body_len: u64) -> HookFacts {
         event_key: key.map(str::to_string),
         body_len,
         replay_key: None,
+        traceparent: None,
     }
 }
 

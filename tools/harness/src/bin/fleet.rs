@@ -80,6 +80,7 @@ fn spec(args: &Args) -> Result<FleetSpec, String> {
         concurrency: args.concurrency,
         vm_env,
         obey_test_headers: false,
+        access_log: true,
     })
 }
 
