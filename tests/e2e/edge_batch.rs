@@ -241,7 +241,11 @@ fn a_sender_gone_while_its_batched_call_is_in_flight_releases_the_claim() {
     let mut config = fleet_config(100, 5);
     config["fleet"]["timeout_ms"] = serde_json::json!(2_000);
     config["fleet"]["pending_ttl_ms"] = serde_json::json!(30_000);
-    let edge = edge("edge-a", intake.port, proxy.port, config);
+    // One worker: both hooks' connections land on the same worker, so the
+    // second finds the first's call in flight.
+    let mut spec = ankusa_testkit::envoy::EdgeSpec::new("edge-a", intake.port, proxy.port, config);
+    spec.concurrency = 1;
+    let edge = ankusa_testkit::envoy::Edge::start(spec);
     let send = |delivery: &str| {
         let mut conn =
             std::net::TcpStream::connect(("127.0.0.1", edge.spec.listen_port)).expect("connect");
