@@ -402,3 +402,33 @@ fn concurrent_threads_admit_exactly_burst() {
     });
     assert_eq!(admitted.into_inner(), BURST);
 }
+
+#[test]
+fn a_slot_value_reads_back_only_in_its_own_format() {
+    // The shortest value in the format: the header and an empty name.
+    let bare = encode(b"", Pair::default(), 0);
+    assert!(matches!(decode(&bare), Slot::Held { tenant: b"", .. }));
+    let acme = encode(b"acme", Pair::default(), 5);
+    assert!(matches!(
+        decode(&acme),
+        Slot::Held {
+            tenant: b"acme",
+            guests: 5,
+            ..
+        }
+    ));
+    // Cut short, or another format's byte first: unreadable, never a tenant.
+    assert!(matches!(decode(&acme[..10]), Slot::Unreadable));
+    assert!(matches!(decode(&bare[..bare.len() - 1]), Slot::Unreadable));
+    let mut other = acme.clone();
+    other[0] = other[0].wrapping_add(1);
+    assert!(matches!(decode(&other), Slot::Unreadable));
+    assert!(matches!(decode(b""), Slot::Empty));
+}
+
+#[test]
+fn a_guest_bit_is_picked_by_the_top_six_bits_of_the_hash() {
+    assert_eq!(guest_bit(b"a"), 1 << (0xaf63_dc4c_8601_ec8c_u64 >> 58));
+    assert_eq!(guest_bit(b"foobar"), 1 << (0x8594_4171_f739_67e8_u64 >> 58));
+    assert_ne!(guest_bit(b"a"), guest_bit(b"foobar"));
+}

@@ -38,6 +38,21 @@ mod tests {
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
     #[test]
+    fn only_a_claim_in_the_body_namespace_is_a_body_claim() {
+        let claim = |source_id: &str| Claim {
+            tenant: "acme".into(),
+            source_id: source_id.into(),
+            key: "k".into(),
+            hook_id: "h".into(),
+            node: "edge-1".into(),
+            ttl_ms: 1_000,
+            pending_ttl_ms: 1_000,
+        };
+        assert!(is_body_claim(&claim(CLAIM_SOURCE)));
+        assert!(!is_body_claim(&claim("gh")));
+    }
+
+    #[test]
     fn the_key_is_the_sources_sha256_of_the_body_and_fits_the_wire() {
         let key = body_key("gh", b"abc");
         assert_eq!(

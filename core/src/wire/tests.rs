@@ -339,3 +339,32 @@ fn a_hit_carries_its_own_traceparent_and_a_bad_one_is_refused_naming_it() {
     let json = serde_json::to_string(&req).unwrap();
     assert!(!json.contains("traceparent"), "absent, not null: {json}");
 }
+
+#[test]
+fn a_claims_key_and_hook_id_are_bounded_at_their_limits() {
+    let with = |key: String, hook_id: String| Claim {
+        key,
+        hook_id,
+        ..claim()
+    };
+    assert_eq!(
+        with("k".repeat(MAX_KEY_LEN), claim().hook_id).validate("claim"),
+        Ok(())
+    );
+    let long_key = with("k".repeat(MAX_KEY_LEN + 1), claim().hook_id);
+    assert_eq!(long_key.validate("claim").unwrap_err().field, "claim.key");
+    assert_eq!(
+        with("k".into(), "h".repeat(MAX_HOOK_ID_LEN)).validate("claim"),
+        Ok(())
+    );
+    for bad in [
+        "h".repeat(MAX_HOOK_ID_LEN + 1),
+        String::new(),
+        "a b".into(),
+        "x/y".into(),
+    ] {
+        let e = with("k".into(), bad.clone()).validate("claim").unwrap_err();
+        assert_eq!(e.field, "claim.hook_id", "{bad:?}");
+    }
+    assert_eq!(with("k".into(), "Az09_-".into()).validate("claim"), Ok(()));
+}
