@@ -7,6 +7,7 @@
 #
 #   bash scripts/mutants.sh                      # every file below
 #   bash scripts/mutants.sh --file core/src/gcra.rs   # extra cargo-mutants arguments
+#   bash scripts/mutants.sh --iterate            # only the mutants not caught last time
 #
 # Prints the score and every survivor, each marked killed-or-argued; exits 1
 # when a survivor is not argued. Output: target/mutants/mutants.out/.
@@ -42,7 +43,8 @@ files=(
 )
 [[ -f core/src/share.rs ]] && files+=(core/src/share.rs)
 args=()
-if (($# == 0)); then
+# Every file above, unless the caller names its own (`--file`).
+if [[ " $* " != *" --file "* ]]; then
   for f in "${files[@]}"; do args+=(--file "$f"); done
 fi
 
@@ -62,7 +64,7 @@ if ((status != 0 && status != 2 && status != 3)); then
 fi
 
 dir="$out/mutants.out"
-count() { [[ -f "$dir/$1" ]] && grep -c . "$dir/$1" || echo 0; }
+count() { if [[ -f "$dir/$1" ]]; then grep -c . "$dir/$1" || true; else echo 0; fi; }
 caught=$(count caught.txt); missed=$(count missed.txt); timeout=$(count timeout.txt); unviable=$(count unviable.txt)
 tested=$((caught + missed + timeout))
 printf '\n[mutants] %s mutants tested in %ss: %s caught, %s timed out (caught by the bound), %s missed; %s unviable\n' \

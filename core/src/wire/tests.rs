@@ -368,3 +368,16 @@ fn a_claims_key_and_hook_id_are_bounded_at_their_limits() {
     }
     assert_eq!(with("k".into(), "Az09_-".into()).validate("claim"), Ok(()));
 }
+
+#[test]
+fn a_settle_batch_holds_up_to_its_bound_and_no_more() {
+    let op = SettleOp::Release { claim: claim() };
+    let at_bound = SettleRequest {
+        ops: vec![op.clone(); MAX_SETTLE_OPS],
+    };
+    assert_eq!(at_bound.validate(), Ok(()));
+    let over = SettleRequest {
+        ops: vec![op; MAX_SETTLE_OPS + 1],
+    };
+    assert_eq!(over.validate().unwrap_err().field, "ops");
+}

@@ -99,6 +99,7 @@ mod tests {
         for n in 0..5 {
             held.hold(op(n), NOW + u64::from(n), 100);
         }
+        assert!(!held.is_empty());
         let taken: Vec<u32> = held.take(3).iter().map(|q| q.retries).collect();
         assert_eq!(taken, [0, 1, 2]);
         let rest: Vec<u32> = held.take_all().iter().map(|q| q.retries).collect();
