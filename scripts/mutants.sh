@@ -6,7 +6,7 @@
 # be argued equivalent in a comment at its line ("equivalent mutant: why").
 #
 #   bash scripts/mutants.sh                      # every file below
-#   bash scripts/mutants.sh --file core/src/gcra.rs   # extra cargo-mutants arguments
+#   bash scripts/mutants.sh --file core/src/limit/gcra.rs   # extra cargo-mutants arguments
 #   bash scripts/mutants.sh --iterate            # only the mutants not caught last time
 #
 # Prints the score and every survivor, each marked killed-or-argued; exits 1
@@ -28,20 +28,20 @@ fi
 
 files=(
   'core/src/verify/*.rs'
-  core/src/gcra.rs
-  core/src/limits.rs
-  'core/src/breaker/*.rs'
-  'core/src/node_buckets/*.rs'
-  core/src/event_key.rs
+  core/src/limit/gcra.rs
+  core/src/limit/limits.rs
+  'core/src/fleet/breaker/*.rs'
+  'core/src/node/node_buckets/*.rs'
+  core/src/hook/event_key.rs
   core/src/hook/admit.rs
   core/src/hook/settle.rs
   'core/src/hook/settle/*.rs'
   core/src/hook/machine/upstream.rs
   core/src/wire.rs
   'core/src/wire/*.rs'
-  core/src/wire_batch.rs
+  core/src/wire/batch.rs
 )
-[[ -f core/src/share.rs ]] && files+=(core/src/share.rs)
+[[ -f core/src/limit/share.rs ]] && files+=(core/src/limit/share.rs)
 args=()
 # Every file above, unless the caller names its own (`--file`).
 if [[ " $* " != *" --file "* ]]; then

@@ -12,11 +12,11 @@ mod validate;
 
 pub use fleet::{BreakerPolicy, FleetConfig};
 
-use crate::event_key::DedupeRule;
-use crate::gcra::Quota;
-use crate::limits;
-use crate::ratelimit_headers::HeadersMode;
-use crate::shadow::Shadow;
+use crate::hook::event_key::DedupeRule;
+use crate::hook::shadow::Shadow;
+use crate::limit::gcra::Quota;
+use crate::limit::limits;
+use crate::limit::ratelimit_headers::HeadersMode;
 use crate::verify::VerifyRule;
 use std::collections::BTreeMap;
 
@@ -125,7 +125,7 @@ impl RateLimits {
     }
 
     /// The tenant's shadow setting from the configuration alone (a fleet
-    /// override may change it: see [`crate::overrides::effective`]).
+    /// override may change it: see [`crate::fleet::overrides::effective`]).
     pub fn shadow_for(&self, tenant: &str) -> Shadow {
         self.shadows
             .get(tenant)
@@ -153,14 +153,14 @@ impl Config {
     }
 
     /// This edge has a store (a fleet scope, or a `fleet` section) to poll
-    /// the fleet override list from (see [`crate::overrides::node_list`]).
+    /// the fleet override list from (see [`crate::fleet::overrides::node_list`]).
     pub fn polls_overrides(&self) -> bool {
         (self.uses_store() || self.fleet.declared) && !self.fleet.cluster.is_empty()
     }
 }
 
-/// A source id or tenant name: the one rule of [`crate::limits::is_valid_id`].
-pub use crate::limits::is_valid_id;
+/// A source id or tenant name: the one rule of [`crate::limit::limits::is_valid_id`].
+pub use crate::limit::limits::is_valid_id;
 
 #[cfg(test)]
 mod tests;

@@ -6,9 +6,10 @@
 //! Both sides use these types, so the two can't drift apart; the store checks
 //! every request with `validate` before it touches Redis.
 
-use crate::shadow::Shadow;
+use crate::hook::shadow::Shadow;
 use serde::{Deserialize, Serialize};
 
+pub mod batch;
 mod check;
 pub mod paths;
 
@@ -23,8 +24,8 @@ pub const BODY_CLAIM_SOURCE: &str = "replay.body";
 /// Request header carrying the caller's remaining budget in whole ms.
 pub const BUDGET_HEADER: &str = "x-ankusa-budget-ms";
 
-/// The wire's length and count bounds, from [`crate::limits`].
-pub use crate::limits::{
+/// The wire's length and count bounds, from [`crate::limit::limits`].
+pub use crate::limit::limits::{
     is_valid_name, MAX_HOOK_ID_LEN, MAX_KEY_LEN, MAX_NAME_LEN, MAX_SETTLE_OPS,
 };
 
@@ -55,9 +56,9 @@ pub struct Charge {
     pub tenant: String,
     /// Units this hook spends: 1 hook, or the body's bytes; 1..=`burst`.
     pub units: u64,
-    /// The quota's units per second ([`crate::limits::RATE`]).
+    /// The quota's units per second ([`crate::limit::limits::RATE`]).
     pub rate: u64,
-    /// The quota's units at once ([`crate::limits::BURST`]).
+    /// The quota's units at once ([`crate::limit::limits::BURST`]).
     pub burst: u64,
 }
 
@@ -90,7 +91,7 @@ pub struct HitRequest {
     /// the edges it heard from lately and answers with that count (`edges`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
-    /// The sender's W3C trace context ([`crate::trace_context`]): the store
+    /// The sender's W3C trace context ([`crate::hook::trace_context`]): the store
     /// records its span for this hit under it. Each hit carries its own, so
     /// hooks batched into one call keep their own traces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,7 +150,7 @@ pub struct HitReply {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub levels: Vec<u64>,
     /// The edges the store heard from in the last few seconds (see
-    /// [`crate::edges`]); absent from a store that doesn't count them.
+    /// [`crate::fleet::edges`]); absent from a store that doesn't count them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edges: Option<u64>,
 }

@@ -4,8 +4,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use ankusa_core::config::{Config, Scope};
-use ankusa_core::event_key::DedupeRule;
-use ankusa_core::gcra::Quota;
+use ankusa_core::hook::event_key::DedupeRule;
+use ankusa_core::limit::gcra::Quota;
 use ankusa_core::verify::rule::Secrets;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -68,7 +68,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("zero_rate", "rate_limits.default.rate: must be between 1 and 1000000000, got 0"),
     ("zero_burst_for_tenant", "rate_limits.tenants.acme.burst: must be between 1 and 4294967296, got 0"),
     ("zero_bytes_burst", "rate_limits.default.bytes_burst: must be between 1 and 4294967296, got 0"),
-    // The upper bounds, the same the store checks on the wire (core/src/limits.rs).
+    // The upper bounds, the same the store checks on the wire (core/src/limit/limits.rs).
     ("rate_too_large", "rate_limits.default.rate: must be between 1 and 1000000000, got 1000000001"),
     (
         "burst_too_large_for_tenant",
@@ -507,8 +507,8 @@ fn every_verify_scheme_loads_with_its_secret_names() {
 
 #[test]
 fn shadow_and_headers_are_read_per_tenant_with_the_default_behind() {
-    use ankusa_core::ratelimit_headers::HeadersMode;
-    use ankusa_core::shadow::Shadow;
+    use ankusa_core::hook::shadow::Shadow;
+    use ankusa_core::limit::ratelimit_headers::HeadersMode;
     let c = load("good_operating").unwrap();
     let r = &c.rate_limits;
     assert_eq!(r.headers, HeadersMode::Both);

@@ -4,9 +4,9 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use ankusa_core::config::Config;
-use ankusa_core::event_key::{normalize_key, DedupeRule, HASHED_PREFIX};
-use ankusa_core::hook_id::{hook_id, unix_ms_of};
-use ankusa_core::route::route;
+use ankusa_core::hook::event_key::{normalize_key, DedupeRule, HASHED_PREFIX};
+use ankusa_core::hook::hook_id::{hook_id, unix_ms_of};
+use ankusa_core::hook::route::route;
 use ankusa_core::wire::MAX_KEY_LEN;
 use proptest::prelude::*;
 

@@ -5,9 +5,9 @@
 
 mod quotas;
 
-use ankusa_core::cas::{ensure_keys, MapStore};
-use ankusa_core::gcra::{self, Quota, Verdict};
-use ankusa_core::node_buckets::{NodeBuckets, NodeVerdict};
+use ankusa_core::limit::gcra::{self, Quota, Verdict};
+use ankusa_core::node::cas::{ensure_keys, MapStore};
+use ankusa_core::node::node_buckets::{NodeBuckets, NodeVerdict};
 use ankusa_core::wire::ChargeKind;
 use proptest::prelude::*;
 use quotas::{charge, quota, START};

@@ -4,8 +4,8 @@
 //! is full again.
 #![cfg(not(target_arch = "wasm32"))]
 
-use ankusa_core::gcra::{self, Bucket, Quota, Verdict, MICRO};
-use ankusa_core::ratelimit_headers::{level_at, standing};
+use ankusa_core::limit::gcra::{self, Bucket, Quota, Verdict, MICRO};
+use ankusa_core::limit::ratelimit_headers::{level_at, standing};
 use proptest::prelude::*;
 
 const START: u64 = 1_796_000_000_000_000;

@@ -1,4 +1,4 @@
-//! A node's share of a fleet quota ([`ankusa_core::share`]) over arbitrary
+//! A node's share of a fleet quota ([`ankusa_core::limit::share`]) over arbitrary
 //! quotas, live edge counts, pinned shares and request times: the shared
 //! bucket never admits more than `max(burst × share, one charge) + rate ×
 //! share × t` (exact, with the rounding of a unit's price), a sender within
@@ -8,13 +8,13 @@
 
 mod quotas;
 
-use ankusa_core::cas::{ensure_keys, MapStore};
 use ankusa_core::config::Limits;
-use ankusa_core::gcra::{self, Bucket, Quota, Verdict, MICRO};
 use ankusa_core::hook::rate_headers::node_share;
-use ankusa_core::node_buckets::{NodeBuckets, NodeVerdict};
-use ankusa_core::ratelimit_headers::HeadersMode;
-use ankusa_core::share::Share;
+use ankusa_core::limit::gcra::{self, Bucket, Quota, Verdict, MICRO};
+use ankusa_core::limit::ratelimit_headers::HeadersMode;
+use ankusa_core::limit::share::Share;
+use ankusa_core::node::cas::{ensure_keys, MapStore};
+use ankusa_core::node::node_buckets::{NodeBuckets, NodeVerdict};
 use ankusa_core::wire::ChargeKind;
 use proptest::prelude::*;
 use quotas::{charge, quota, START};

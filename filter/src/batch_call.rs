@@ -10,11 +10,11 @@ use crate::batch;
 use crate::host::{perform, Host, ProxyHost};
 use crate::runtime::{call_store, Runtime, SHARED};
 use crate::shared::now_us;
-use ankusa_core::cas::read_u64;
-use ankusa_core::edge_keys::DEPTH_KEY;
 use ankusa_core::hook::batch::{split, with_settle};
 use ankusa_core::hook::machine::{self, Flow, Step};
 use ankusa_core::hook::settle::Queued;
+use ankusa_core::node::cas::read_u64;
+use ankusa_core::node::edge_keys::DEPTH_KEY;
 use proxy_wasm::hostcalls;
 use std::rc::Rc;
 

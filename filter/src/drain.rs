@@ -1,15 +1,15 @@
 //! A root context's background calls: settle batches off the node-wide
 //! queue, each tick; and their answers. (A reload resets only node buckets:
-//! `/v1/reset` is an operator's call, see `ankusa_core::reload`.)
+//! `/v1/reset` is an operator's call, see `ankusa_core::node::reload`.)
 //! When a batch may leave, and what a failed one becomes, is the core's
 //! ([`ankusa_core::hook::settle`]).
 
 use crate::runtime::{call_store, Runtime, SHARED};
 use crate::settle;
 use crate::shared::now_us;
-use ankusa_core::cas::read_u64;
-use ankusa_core::edge_keys::DEPTH_KEY;
 use ankusa_core::hook::settle::{after_failure, answered_ok, drain_due, request_body, Queued};
+use ankusa_core::node::cas::read_u64;
+use ankusa_core::node::edge_keys::DEPTH_KEY;
 use ankusa_core::wire::SETTLE_PATH;
 use std::collections::HashMap;
 

@@ -9,14 +9,14 @@
 use crate::headers;
 use crate::runtime::{call_store, Runtime, SHARED};
 use crate::shared::{now_us, SharedData};
-use ankusa_core::cas::CasStore;
 use ankusa_core::hook::decision;
 use ankusa_core::hook::headers::RequestHeaders;
+use ankusa_core::hook::hook_id::RANDOM_BYTES;
 use ankusa_core::hook::machine::{self, Effect, Env, Flow, Level, Metric, Step};
 use ankusa_core::hook::reply::LocalReply;
 use ankusa_core::hook::settle::Queued;
 use ankusa_core::hook::worker::Worker;
-use ankusa_core::hook_id::RANDOM_BYTES;
+use ankusa_core::node::cas::CasStore;
 use ankusa_core::wire::HIT_PATH;
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{BufferType, MapType};
@@ -115,7 +115,7 @@ impl Host for ProxyHost {
         now_us()
     }
 
-    /// From the VM's seed, drawn once (see [`ankusa_core::hook_id::IdBits`]).
+    /// From the VM's seed, drawn once (see [`ankusa_core::hook::hook_id::IdBits`]).
     fn random(&self, _now_us: u64) -> [u8; RANDOM_BYTES] {
         self.0.id_bits()
     }

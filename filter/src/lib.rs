@@ -15,7 +15,7 @@
 //! - [`poll`]: the fleet override list, polled from the store into shared data once a second per node.
 //! - [`headers`]: the request's headers, read from the host once per hook.
 //! - [`settle`]: the settle shared queue: enqueue within the bound, dequeue a batch.
-//! - [`shared`]: [`ankusa_core::cas::CasStore`] over proxy-wasm shared data, and the host clock.
+//! - [`shared`]: [`ankusa_core::node::cas::CasStore`] over proxy-wasm shared data, and the host clock.
 //! - [`metrics`]: Envoy stats with labels encoded in their names.
 //! - `mock` (tests only): a host in memory that records every call.
 #![cfg_attr(

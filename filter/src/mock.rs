@@ -6,13 +6,13 @@
 
 use crate::batch_call::Root;
 use crate::host::Host;
-use ankusa_core::cas::MapStore;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::machine::{Level, Metric};
 use ankusa_core::hook::outcome::Outcome;
 use ankusa_core::hook::reply::LocalReply;
 use ankusa_core::hook::settle::Queued;
 use ankusa_core::hook::worker::Worker;
+use ankusa_core::node::cas::MapStore;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 

@@ -2,17 +2,19 @@
 //! per interval (the lease), or at once while a listing has pages left,
 //! answered into the node's shared data. When a poll is due, what it asks,
 //! what an answer means, what the node keeps and how long a list is applied
-//! are the core's ([`ankusa_core::overrides::node_list`] and
-//! [`ankusa_core::overrides::node_sync`]); here are only the call, the
+//! are the core's ([`ankusa_core::fleet::overrides::node_list`] and
+//! [`ankusa_core::fleet::overrides::node_sync`]); here are only the call, the
 //! reads and writes, the metrics and the log lines.
 
 use crate::metrics::Metrics;
 use crate::runtime::{get_store, Runtime, SHARED};
 use crate::shared::now_us;
-use ankusa_core::clock::every_due;
-use ankusa_core::overrides::node_list::{parse_page, poll_due, MAX_OVERRIDES};
-use ankusa_core::overrides::node_sync::{apply_page, configured_tenants, describe_cut, next_query};
-use ankusa_core::overrides::page::ListQuery;
+use ankusa_core::fleet::overrides::node_list::{parse_page, poll_due, MAX_OVERRIDES};
+use ankusa_core::fleet::overrides::node_sync::{
+    apply_page, configured_tenants, describe_cut, next_query,
+};
+use ankusa_core::fleet::overrides::page::ListQuery;
+use ankusa_core::node::clock::every_due;
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::BufferType;
 

@@ -2,8 +2,8 @@
 //! [`Queued`] operations, bounded by the core's node-wide depth counter
 //! ([`ankusa_core::hook::settle`]).
 
-use ankusa_core::cas::CasStore;
 use ankusa_core::hook::settle::{release_places, reserve, Enqueued, Queued};
+use ankusa_core::node::cas::CasStore;
 use proxy_wasm::hostcalls;
 
 /// Queues `item` on the shared queue `queue_id` within the node-wide bound.

@@ -1,11 +1,11 @@
 //! The host behind the core's seams: proxy-wasm shared data as a
 //! [`CasStore`], and the host's clock. The compare-and-swap loops built on
-//! it are the core's ([`ankusa_core::cas`]).
+//! it are the core's ([`ankusa_core::node::cas`]).
 //!
 //! The SDK's `Context` helpers unwrap host errors; these call `hostcalls`
 //! directly so an odd status is a failed write, not a panic.
 
-use ankusa_core::cas::CasStore;
+use ankusa_core::node::cas::CasStore;
 use proxy_wasm::hostcalls;
 use std::time::{SystemTime, UNIX_EPOCH};
 

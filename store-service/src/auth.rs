@@ -5,7 +5,7 @@
 
 use crate::config::Config;
 use crate::tokens::{Role, RoleTokens, Tokens, OLD_TOKENS_ENV};
-use ankusa_core::token::bearer_token;
+use ankusa_core::fleet::token::bearer_token;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use tokio::signal::unix::{signal, SignalKind};

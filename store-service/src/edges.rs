@@ -6,7 +6,7 @@
 //! sorted set scored by Redis's clock, drops the names older than the TTL, and
 //! returns the count. Every answer carries the last count (`edges`), so an
 //! edge always knows by how many live edges to divide a fleet quota when it
-//! has to answer alone (see `ankusa_core::share`). Store replicas share the
+//! has to answer alone (see `ankusa_core::limit::share`). Store replicas share the
 //! set, so they agree; the key has its own hash tag, so it works on Redis
 //! Cluster.
 

@@ -39,7 +39,7 @@ pub fn committed_value(hook_id: &str) -> String {
 }
 
 /// `ankusa:{tenant}:override`: the tenant's fleet override (JSON of
-/// [`ankusa_core::overrides::Override`]), expiring with it (PXAT). Same hash
+/// [`ankusa_core::fleet::overrides::Override`]), expiring with it (PXAT). Same hash
 /// tag as the buckets, so the hit script reads it in the same slot.
 pub fn override_of(tenant: &str) -> String {
     format!("ankusa:{{{tenant}}}:override")

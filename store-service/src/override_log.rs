@@ -12,8 +12,8 @@
 use crate::backend::Backend;
 use crate::errors::StoreError;
 use crate::keys;
-use ankusa_core::overrides::page::ListQuery;
-use ankusa_core::overrides::Override;
+use ankusa_core::fleet::overrides::page::ListQuery;
+use ankusa_core::fleet::overrides::Override;
 use redis::Script;
 use std::sync::LazyLock;
 use std::time::Instant;
@@ -78,13 +78,13 @@ pub async fn record_delete(backend: &Backend, tenant: &str) -> Result<bool, Stor
 /// each with `serde_json` on its PUT), so a page of 1 000 costs the store no
 /// parse and no re-encoding of them, and the edge checks every entry.
 ///
-/// [`OverridePage`]: ankusa_core::overrides::page::OverridePage
+/// [`OverridePage`]: ankusa_core::fleet::overrides::page::OverridePage
 pub struct RawPage {
     pub gap: bool,
     pub body: String,
 }
 
-/// The changes `q` asks for (see [`ankusa_core::overrides::page`]).
+/// The changes `q` asks for (see [`ankusa_core::fleet::overrides::page`]).
 pub async fn page(backend: &Backend, q: &ListQuery) -> Result<RawPage, StoreError> {
     let since = q.since.to_string();
     let limit = q.limit.to_string();

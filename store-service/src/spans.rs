@@ -50,7 +50,7 @@ pub fn hit(hit: &HitRequest) -> Span {
     );
     if let (Some(traceparent), false) = (&hit.traceparent, span.is_disabled()) {
         let carrier = HashMap::from([(
-            ankusa_core::trace_context::TRACEPARENT.to_string(),
+            ankusa_core::hook::trace_context::TRACEPARENT.to_string(),
             traceparent.clone(),
         )]);
         // Refused only for a span already started or without OpenTelemetry

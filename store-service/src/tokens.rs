@@ -10,7 +10,7 @@
 //! would show. They are never logged nor echoed. This module reads no
 //! configuration: `config` holds [`RoleTokens`], `auth` uses both.
 
-use ankusa_core::token::{check_token, matches_any};
+use ankusa_core::fleet::token::{check_token, matches_any};
 use std::path::Path;
 
 /// The environment variable holding accepted edge tokens, comma separated.

@@ -5,7 +5,7 @@
 //! admitted and stored (`event_key: null`). The key is now taken from the
 //! bytes, hashed to `sha256:<hex>` because they can't travel as is.
 
-use ankusa_core::event_key::normalize_key;
+use ankusa_core::hook::event_key::normalize_key;
 use ankusa_testkit::http::request_bytes;
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::redis::Redis;

@@ -8,7 +8,7 @@
 //! fleet-scope edge whose store went down answers node-local under the last
 //! override it learnt.
 
-use ankusa_core::overrides::node_list::{MAX_OVERRIDES, POLL_INTERVAL_MS, STALE_AFTER_MS};
+use ankusa_core::fleet::overrides::node_list::{MAX_OVERRIDES, POLL_INTERVAL_MS, STALE_AFTER_MS};
 use ankusa_testkit::envoy::Edge;
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::redis::Redis;

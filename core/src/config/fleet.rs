@@ -3,7 +3,7 @@
 
 use super::validate::{at_least, between, bound};
 use super::ConfigError;
-use crate::limits::{self, MAX_SETTLE_OPS};
+use crate::limit::limits::{self, MAX_SETTLE_OPS};
 
 /// How the filter talks to the store; used only when a scope is `fleet`.
 #[derive(Clone, PartialEq, Debug)]
@@ -28,7 +28,7 @@ pub struct FleetConfig {
     /// The configuration has a `fleet` section: this edge has a store, so it
     /// polls the fleet override list even when every scope is `node`.
     pub declared: bool,
-    /// Edges assumed live until the store reports a count (see [`crate::share`]).
+    /// Edges assumed live until the store reports a count (see [`crate::limit::share`]).
     pub nodes: u64,
     /// A pinned share of a fleet quota for node-local answers, in [0.001, 1].
     pub degraded_share: Option<f64>,

@@ -12,8 +12,8 @@ use super::{
     BreakerPolicy, Config, ConfigError, DedupeConfig, FleetConfig, Limits, RateLimits, Scope,
     Source, DEFAULT_MAX_BODY_BYTES, DEFAULT_TTL_MS,
 };
-use crate::event_key::{DedupeRule, PRESETS};
-use crate::gcra::Quota;
+use crate::hook::event_key::{DedupeRule, PRESETS};
+use crate::limit::gcra::Quota;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::limits::MAX_SETTLE_OPS;
+use crate::limit::limits::MAX_SETTLE_OPS;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 

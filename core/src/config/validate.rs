@@ -2,7 +2,7 @@
 //! refusal names the field path and the value.
 
 use super::{Config, ConfigError, Limits, Scope, MAX_ID_LEN};
-use crate::limits::{self, is_valid_id, is_valid_name, Bound};
+use crate::limit::limits::{self, is_valid_id, is_valid_name, Bound};
 
 impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {

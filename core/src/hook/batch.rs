@@ -24,8 +24,8 @@
 
 use crate::hook::plan::{parse_reply, CallFailure};
 use crate::hook::settle::Queued;
+use crate::wire::batch::{HitResult, HitsAnswer, MAX_HITS_PER_CALL};
 use crate::wire::{ErrorBody, HitReply, SettleOp, HITS_PATH, HIT_PATH};
-use crate::wire_batch::{HitResult, HitsAnswer, MAX_HITS_PER_CALL};
 use std::collections::VecDeque;
 
 /// Most hooks in one call (the store takes up to [`MAX_HITS_PER_CALL`]).

@@ -19,20 +19,20 @@
 //! claim settles it once: promoted on a 2xx, released on anything else or
 //! when the stream ends first.
 
-use crate::breaker::{Breaker, CallPermit, SeenClosed};
-use crate::cas::CasStore;
 use crate::config::Config;
-use crate::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS};
-use crate::edges::EdgesSeen;
+use crate::fleet::breaker::{Breaker, CallPermit, SeenClosed};
+use crate::fleet::edges::EdgesSeen;
+use crate::fleet::overrides::{self, Effective, Override};
 use crate::hook::decision::Decision;
 use crate::hook::headers::RequestHeaders;
 use crate::hook::outcome::Outcome;
 use crate::hook::plan::{HookFacts, Plan};
 use crate::hook::rate_headers::{self, Header};
 use crate::hook::reply::LocalReply;
-use crate::node_buckets::NodeBuckets;
-use crate::overrides::{self, Effective, Override};
-use crate::shadow::{self, Refusal};
+use crate::hook::shadow::{self, Refusal};
+use crate::node::cas::CasStore;
+use crate::node::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS};
+use crate::node::node_buckets::NodeBuckets;
 use crate::verify::Keys;
 use crate::wire::Claim;
 

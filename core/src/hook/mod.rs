@@ -13,16 +13,26 @@
 //! - [`outcome`]: how a hook was answered, as the metrics count it.
 //! - [`worker`]: what every hook on a worker shares, built once per configuration.
 //! - [`decision`]: how a hook was answered, as Envoy's access log prints it.
+//! - [`route`]: which tenant and source a request path is for.
+//! - [`event_key`]: the provider event id a hook is deduplicated on.
+//! - [`hook_id`]: UUIDv7 hook ids from (unix ms, random bytes).
+//! - [`shadow`]: shadow mode, what is enforced and what is only counted.
+//! - [`trace_context`]: the sender's W3C `traceparent`, carried from the edge to the store.
 
 pub mod admit;
 pub mod batch;
 pub mod decision;
 pub mod degraded;
+pub mod event_key;
 pub mod headers;
+pub mod hook_id;
 pub mod machine;
 pub mod outcome;
 pub mod plan;
 pub mod rate_headers;
 pub mod reply;
+pub mod route;
 pub mod settle;
+pub mod shadow;
+pub mod trace_context;
 pub mod worker;

@@ -8,7 +8,7 @@
 //! the charges go alone and dedupe is the upstream's own index.
 
 use crate::config::{Config, Scope};
-use crate::gcra::ChargeError;
+use crate::limit::gcra::ChargeError;
 use crate::wire::{Charge, ChargeKind, Claim, HitAnswer, HitReply, HitRequest};
 
 /// One routed hook, as far as admission cares.
@@ -23,7 +23,7 @@ pub struct HookFacts {
     /// The body claim's key when the source has a replay guard
     /// ([`crate::verify::replay::body_key`]).
     pub replay_key: Option<String>,
-    /// The sender's trace context ([`crate::trace_context::parse`]d), carried in the hit.
+    /// The sender's trace context ([`crate::hook::trace_context::parse`]d), carried in the hit.
     pub traceparent: Option<String>,
 }
 

@@ -5,17 +5,17 @@
 //!   from the buckets the charge left (written on an admit, found on a
 //!   denial);
 //! - a fleet 429: the standing of a denial known by its wait
-//!   ([`crate::ratelimit_headers::denied`]);
+//!   ([`crate::limit::ratelimit_headers::denied`]);
 //! - a fleet admit: the standing of the levels the store's answer reports
 //!   for each charged bucket (the policy alone from a store that reports none);
 //! - a duplicate (201) or pending (409) answer: nothing was charged, so the
 //!   policy alone too.
 
 use crate::config::Limits;
-use crate::gcra::{Bucket, Quota, MICRO};
-use crate::ratelimit_headers::HeadersMode;
-use crate::ratelimit_headers::{self as rl, Standing, Terms};
-use crate::share::Share;
+use crate::limit::gcra::{Bucket, Quota, MICRO};
+use crate::limit::ratelimit_headers::HeadersMode;
+use crate::limit::ratelimit_headers::{self as rl, Standing, Terms};
+use crate::limit::share::Share;
 use crate::wire::{Charge, ChargeKind};
 
 /// A header's lower-case name and value.
@@ -62,7 +62,7 @@ pub fn node(
 }
 
 /// [`node`] for a fleet quota answered node-local under `share` (see
-/// [`crate::share`]): the policy is the node's share (`q` = burst × share,
+/// [`crate::limit::share`]): the policy is the node's share (`q` = burst × share,
 /// at least 1; `w` the time its bucket takes to refill), the standing what
 /// that share has left.
 pub fn node_share(

@@ -3,7 +3,7 @@
 use crate::verify::Refusal;
 
 /// `Retry-After` in whole seconds, at least 1 (a 0 invites an instant retry storm).
-pub use crate::gcra::wait_secs as retry_after_secs;
+pub use crate::limit::gcra::wait_secs as retry_after_secs;
 
 /// A local reply: status, JSON body, extra headers.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,11 +10,11 @@
 //! whichever worker ticks first, so batches grow with the load instead of
 //! each worker sending its own trickle.
 
-use crate::breaker::{Breaker, BreakerState};
-use crate::cas::{read_u64, update_u64, CasStore};
 use crate::config::BreakerPolicy;
-use crate::edge_keys::{BREAKER_KEY, DEPTH_KEY, LEASE_KEY};
+use crate::fleet::breaker::{Breaker, BreakerState};
 use crate::hook::plan::committed_id;
+use crate::node::cas::{read_u64, update_u64, CasStore};
+use crate::node::edge_keys::{BREAKER_KEY, DEPTH_KEY, LEASE_KEY};
 use crate::wire::{Claim, SettleOp, SettleRequest};
 use serde::{Deserialize, Serialize};
 
@@ -66,10 +66,10 @@ pub fn release_places(store: &impl CasStore, n: u64) -> u64 {
 
 /// Whether a batch may leave now; if so, the lease moves `interval_ms` ahead.
 /// A lease further ahead than that is stale (the clock stepped back) and is
-/// taken: see `crate::clock::lease_due`.
+/// taken: see `crate::node::clock::lease_due`.
 pub fn take_lease(store: &impl CasStore, now_ms: u64, interval_ms: u64) -> bool {
     let (next, version) = read_u64(store, LEASE_KEY);
-    crate::clock::lease_due(next, now_ms, interval_ms)
+    crate::node::clock::lease_due(next, now_ms, interval_ms)
         && store.compare_and_set(LEASE_KEY, &(now_ms + interval_ms).to_le_bytes(), version)
 }
 

@@ -6,14 +6,14 @@
 //! queues, the token, the node id), and so do the tests: the state machine's
 //! and the filter's mock host build exactly what the filter builds.
 
-use crate::breaker::SeenClosed;
-use crate::cas::{ensure_keys, CasStore};
 use crate::config::Config;
-use crate::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
-use crate::edges::EdgesSeen;
+use crate::fleet::breaker::SeenClosed;
+use crate::fleet::edges::EdgesSeen;
 use crate::hook::machine::Env;
 use crate::hook::settle::held::Held;
-use crate::node_buckets::NodeBuckets;
+use crate::node::cas::{ensure_keys, CasStore};
+use crate::node::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
+use crate::node::node_buckets::NodeBuckets;
 use crate::verify::Keys;
 use std::cell::RefCell;
 

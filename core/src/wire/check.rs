@@ -2,7 +2,7 @@
 //! Redis, and every refusal names the field and the value.
 
 use super::*;
-use crate::limits::{self, Bound};
+use crate::limit::limits::{self, Bound};
 use std::fmt;
 
 /// A request that parsed but makes no sense; names the field and the value.
@@ -148,7 +148,7 @@ impl HitRequest {
             check_name("node", node)?;
         }
         if let Some(t) = &self.traceparent {
-            if crate::trace_context::parse(t).as_deref() != Some(t.as_str()) {
+            if crate::hook::trace_context::parse(t).as_deref() != Some(t.as_str()) {
                 let shown = t.get(..64).map_or(format!("{t:?}"), |t| format!("{t:?}…"));
                 return Err(invalid(
                     "traceparent",

@@ -2,7 +2,7 @@
 
 /// One hook's hit ([`super::HitRequest`] → [`super::HitReply`]).
 pub const HIT_PATH: &str = "/v1/hit";
-/// Several hooks' hits in one call (see [`crate::wire_batch`]).
+/// Several hooks' hits in one call (see [`crate::wire::batch`]).
 pub const HITS_PATH: &str = "/v1/hits";
 /// A batch of settle operations ([`super::SettleRequest`]).
 pub const SETTLE_PATH: &str = "/v1/settle";

@@ -2,7 +2,7 @@
 //! user writes (`Quota { rate, burst }`), quotas anywhere in the core's
 //! limits, and a start time.
 
-use ankusa_core::gcra::Quota;
+use ankusa_core::limit::gcra::Quota;
 use ankusa_core::wire::{Charge, ChargeKind};
 use proptest::prelude::*;
 

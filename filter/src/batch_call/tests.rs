@@ -176,14 +176,14 @@ fn a_batch_the_host_refuses_answers_every_waiting_hook_from_the_node_once_counte
     assert_eq!(fallbacks, 2);
     // The breaker counts calls: the refused batch is one failure, not two
     // (counted twice, 2 failures in 3 calls would open it).
-    let breaker = ankusa_core::breaker::Breaker::new(
+    let breaker = ankusa_core::fleet::breaker::Breaker::new(
         &host.store,
-        ankusa_core::edge_keys::BREAKER_KEY,
+        ankusa_core::node::edge_keys::BREAKER_KEY,
         host.worker.config.fleet.breaker,
     );
     assert_eq!(
         breaker.state(host.now_us.get()),
-        ankusa_core::breaker::BreakerState::Closed
+        ankusa_core::fleet::breaker::BreakerState::Closed
     );
 }
 

@@ -5,7 +5,7 @@ use crate::backend::Backend;
 use crate::errors::StoreError;
 use crate::keys;
 use crate::spans;
-use ankusa_core::gcra::wait_ms;
+use ankusa_core::limit::gcra::wait_ms;
 use ankusa_core::wire::{HitAnswer, HitReply, HitRequest};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};

@@ -5,7 +5,7 @@
 //! a store restart and vanishes on its own), and records the change in the
 //! [`override_log`]. `GET` reads one, `DELETE` removes one, and
 //! `GET /v1/overrides?since=V` answers the changes since version `V`, a page
-//! at a time (what edges poll; see [`ankusa_core::overrides::page`]). Expiry
+//! at a time (what edges poll; see [`ankusa_core::fleet::overrides::page`]). Expiry
 //! and the version are taken from Redis's clock, the same clock the hit
 //! script charges on.
 //!
@@ -21,8 +21,8 @@ use crate::keys;
 /// A stored override (what the hit answer carries, too).
 pub use crate::override_log::parse_override as parse;
 use crate::override_log::{self, parse_override};
-use ankusa_core::overrides::page::ListQuery;
-use ankusa_core::overrides::{check_tenant, Override, OverrideRequest};
+use ankusa_core::fleet::overrides::page::ListQuery;
+use ankusa_core::fleet::overrides::{check_tenant, Override, OverrideRequest};
 use ankusa_core::wire::OVERRIDE_PREFIX;
 use bytes::Bytes;
 use http_body_util::Full;

@@ -1,4 +1,4 @@
--- GCRA on one bucket, the arithmetic of core/src/gcra.rs `check`.
+-- GCRA on one bucket, the arithmetic of core/src/limit/gcra.rs `check`.
 -- A bucket is stamp (µs) and level (micro-units: units x 10^6), draining
 -- `rate` micro-units per µs; stored as "stamp:level". Lua numbers are doubles:
 -- exact for every integer below 2^53, which the core's bounds (rate <= 10^9,

@@ -8,7 +8,7 @@
 -- such in KEYS order); otherwise one pending answers 'pending' with the
 -- longest time left; only when every claim is free are they all written.
 -- A bucket's value is "stamp_us:level" (see gcra.lua).
--- A fleet override in force (JSON, see core/src/overrides.rs) replaces the
+-- A fleet override in force (JSON, see core/src/fleet/overrides.rs) replaces the
 -- rate and burst of the pairs it sets: the store holds the authoritative
 -- quota, so a changed limit holds fleet-wide before any edge learns it. Its
 -- text is appended to every reply, for the edge to learn it.

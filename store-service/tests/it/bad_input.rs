@@ -338,7 +338,7 @@ async fn every_client_mistake_is_a_4xx_naming_the_problem() {
 /// `MAX_SETTLE_OPS` operations with every name at its longest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_largest_legal_settle_fits_and_one_op_more_is_refused() {
-    use ankusa_core::limits::{PENDING_TTL_MS, TTL_MS};
+    use ankusa_core::limit::limits::{PENDING_TTL_MS, TTL_MS};
     use ankusa_core::wire::{MAX_HOOK_ID_LEN, MAX_KEY_LEN, MAX_NAME_LEN, MAX_SETTLE_OPS};
     let redis = Redis::start();
     // What is tested is the body limit, not the time 10 000 settle scripts

@@ -158,7 +158,7 @@ async fn the_batch_runs_after_the_script_cache_was_flushed(ctx: &(Service, Http)
 }
 
 async fn the_batch_size_is_bounded(ctx: &(Service, Http)) {
-    let max = ankusa_core::wire_batch::MAX_HITS_PER_CALL;
+    let max = ankusa_core::wire::batch::MAX_HITS_PER_CALL;
     let one = hit(vec![charge("hooks", "bounded", 1, 10, 10)], None);
     let (status, answer) = post_hits(ctx, vec![one.clone(); max + 1]).await;
     assert_eq!(status, 400, "{answer}");

@@ -6,7 +6,7 @@
 //! suite runs against one Redis and a 3-master Cluster.
 
 use crate::common::{charge, hit, Db, Http, Service};
-use ankusa_core::overrides::page::PAGE_MAX;
+use ankusa_core::fleet::overrides::page::PAGE_MAX;
 use ankusa_core::wire::BUDGET_HEADER;
 use ankusa_store::keys::OVERRIDE_LOG;
 use ankusa_store::override_log::GONE_MAX;

@@ -1,8 +1,8 @@
-//! The Lua GCRA must decide exactly as `ankusa_core::gcra::check` on the
+//! The Lua GCRA must decide exactly as `ankusa_core::limit::gcra::check` on the
 //! same inputs: the store and the edges' local fallback share one algorithm.
 
-use ankusa_core::gcra::{check, Bucket, Verdict, MICRO};
-use ankusa_core::limits;
+use ankusa_core::limit::gcra::{check, Bucket, Verdict, MICRO};
+use ankusa_core::limit::limits;
 use ankusa_store::scripts::GCRA_LUA;
 use ankusa_testkit::redis::Redis;
 

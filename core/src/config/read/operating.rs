@@ -2,8 +2,8 @@
 //! `rate_limits.headers`: how a tenant's limits are operated.
 
 use super::{show, ConfigError, Obj};
-use crate::ratelimit_headers::HeadersMode;
-use crate::shadow::Shadow;
+use crate::hook::shadow::Shadow;
+use crate::limit::ratelimit_headers::HeadersMode;
 use serde_json::Value;
 
 const SHADOW_PARTS: &[&str] = &["rate_limit", "dedupe"];

@@ -20,8 +20,8 @@
 
 use super::{show, ConfigError, Obj};
 use crate::config::is_valid_id;
-use crate::event_key::DedupeRule;
-use crate::limits;
+use crate::hook::event_key::DedupeRule;
+use crate::limit::limits;
 use crate::verify::rule::{
     is_env_name, Encoding, Scheme, Secrets, VerifyRule, DEFAULT_REPLAY_WINDOW_MS,
     DEFAULT_TOLERANCE_S, GENERIC, MAX_SECRETS, PRESETS,

@@ -165,7 +165,7 @@ fn settles_ride_on_a_batch_and_their_count_comes_back() {
     ];
     let hit = br#"{"charges":[],"claim":null}"#;
     let body = hits_body([&hit[..], &hit[..]].into_iter());
-    let request: crate::wire_batch::HitsRequest =
+    let request: crate::wire::batch::HitsRequest =
         serde_json::from_slice(&with_settle(body.clone(), &ops)).unwrap();
     assert_eq!(request.hits.len(), 2);
     let sent: Vec<SettleOp> = ops.iter().map(|q| q.op.clone()).collect();
@@ -239,11 +239,11 @@ fn a_hook_that_cannot_afford_to_wait_for_a_slow_call_is_sent_at_once() {
 
 mod breaker {
     //! The breaker counts calls: hooks that shared a call count once.
-    use crate::breaker::{Breaker, BreakerState};
-    use crate::edge_keys::BREAKER_KEY;
+    use crate::fleet::breaker::{Breaker, BreakerState};
     use crate::hook::headers::RequestHeaders;
     use crate::hook::machine::world::World;
     use crate::hook::machine::Hook;
+    use crate::node::edge_keys::BREAKER_KEY;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 

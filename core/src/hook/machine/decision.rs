@@ -3,10 +3,10 @@
 //! long the store took) and published once, as it is answered or let through.
 
 use super::{Effect, Env, Hook};
-use crate::cas::CasStore;
 use crate::hook::decision::Decided;
 use crate::hook::outcome::Outcome;
-use crate::route::Route;
+use crate::hook::route::Route;
+use crate::node::cas::CasStore;
 
 impl Hook {
     /// The configuration's scopes, known before anything else.

@@ -3,19 +3,19 @@
 //! breaker is open, and a call's outcome reported to the breaker.
 
 use super::{Effect, Env, Hook, Level, Metric, Step};
-use crate::breaker::{BreakerState, CallPermit};
-use crate::cas::{update_u64, CasStore};
-use crate::edge_keys::WARNED_KEY;
-use crate::edges;
+use crate::fleet::breaker::{BreakerState, CallPermit};
+use crate::fleet::edges;
 use crate::hook::degraded::fleet_kinds;
 use crate::hook::outcome::Outcome;
 use crate::hook::plan::{self, CallFailure, Plan};
 use crate::hook::rate_headers;
 use crate::hook::reply::LocalReply;
 use crate::hook::settle::Queued;
-use crate::node_buckets::NodeVerdict;
-use crate::shadow::Refusal;
-use crate::share::Share;
+use crate::hook::shadow::Refusal;
+use crate::limit::share::Share;
+use crate::node::cas::{update_u64, CasStore};
+use crate::node::edge_keys::WARNED_KEY;
+use crate::node::node_buckets::NodeVerdict;
 use crate::wire::{Charge, Claim, SettleOp};
 
 impl Hook {
@@ -35,7 +35,7 @@ impl Hook {
 
     /// [`Hook::answer_node`], counting a forwarded hook as `counted` and
     /// spending from `share` of each quota (a fleet quota answered
-    /// node-local, see [`crate::share`]): the verdict, the wait and the
+    /// node-local, see [`crate::limit::share`]): the verdict, the wait and the
     /// RateLimit headers all follow the share.
     pub(super) fn answer_node_share<S: CasStore>(
         &mut self,
@@ -90,7 +90,8 @@ impl Hook {
                         op: SettleOp::Release { claim },
                     }));
                 }
-                let mut reply = LocalReply::rate_limited(crate::gcra::wait_ms(retry_after_us));
+                let mut reply =
+                    LocalReply::rate_limited(crate::limit::gcra::wait_ms(retry_after_us));
                 reply.headers = headers;
                 self.reply(Outcome::RateLimited, reply)
             }
@@ -127,7 +128,7 @@ impl Hook {
         // stepped back) warns at once.
         let now_ms = now / 1_000;
         let won = update_u64(env.store, WARNED_KEY, |last| {
-            crate::clock::every_due(last, now_ms, 60_000).then_some(now_ms)
+            crate::node::clock::every_due(last, now_ms, 60_000).then_some(now_ms)
         });
         if matches!(won, Some(Ok(_))) {
             self.emit(Effect::Log(

@@ -4,17 +4,17 @@
 //! override (none, or the one in force). A hook charged on this node alone
 //! (node scope, or a fall-back when the store failed or the breaker is open)
 //! has no answer to read, so it takes the override from the node's polled
-//! list ([`crate::overrides::node_list`]), which goes stale when the store
+//! list ([`crate::fleet::overrides::node_list`]), which goes stale when the store
 //! has been unreachable too long. Either way the node charges are re-quoted
 //! to the effective limits before they are charged.
 
 use super::{Effect, Env, Hook, Step};
-use crate::cas::CasStore;
+use crate::fleet::overrides::{self, node_list};
 use crate::hook::outcome::Outcome;
 use crate::hook::plan::TooLarge;
 use crate::hook::reply::LocalReply;
 use crate::hook::settle::Queued;
-use crate::overrides::{self, node_list};
+use crate::node::cas::CasStore;
 use crate::wire::{Charge, Claim, SettleOp};
 
 impl Hook {

@@ -2,13 +2,13 @@
 //! (404/405/413/401, the plan, a node-local answer or the store call).
 
 use super::{Call, Effect, Env, Flow, HitCall, Hook, Level, Step, OWN_HEADERS};
-use crate::breaker::CallPermit;
-use crate::cas::CasStore;
+use crate::fleet::breaker::CallPermit;
 use crate::hook::admit;
 use crate::hook::headers::RequestHeaders;
 use crate::hook::outcome::Outcome;
 use crate::hook::plan::{self, HookFacts};
 use crate::hook::reply::{self, LocalReply};
+use crate::node::cas::CasStore;
 
 impl Hook {
     /// The request's headers: route, strip our own headers, check the
@@ -31,7 +31,7 @@ impl Hook {
             }
         }
         let path = headers.get_str(":path").unwrap_or_default();
-        let route = match crate::route::route(env.config, path) {
+        let route = match crate::hook::route::route(env.config, path) {
             Ok(route) => route,
             Err(e) => return self.reply(Outcome::NotFound, LocalReply::not_found(&e.to_string())),
         };
@@ -52,7 +52,7 @@ impl Hook {
             }
         };
         let now = now_us();
-        let hook_id = crate::hook_id::hook_id(now / 1_000, random(now));
+        let hook_id = crate::hook::hook_id::hook_id(now / 1_000, random(now));
         self.facts = Some(HookFacts {
             tenant: route.tenant,
             source_id: route.source_id,
@@ -61,8 +61,8 @@ impl Hook {
             body_len: 0,
             replay_key: None,
             traceparent: headers
-                .get_str(crate::trace_context::TRACEPARENT)
-                .and_then(crate::trace_context::parse),
+                .get_str(crate::hook::trace_context::TRACEPARENT)
+                .and_then(crate::hook::trace_context::parse),
         });
         self.headers = headers;
         if needs_body && !end_of_stream {

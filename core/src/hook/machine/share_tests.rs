@@ -105,7 +105,7 @@ fn an_unchanged_count_is_neither_written_nor_reported_again() {
         .effects
         .iter()
         .any(|e| matches!(e, Effect::Metric(Metric::Edges { .. }))));
-    assert_eq!(crate::edges::heard(&w.store), 3);
+    assert_eq!(crate::fleet::edges::heard(&w.store), 3);
 }
 
 #[test]

@@ -1,15 +1,15 @@
 //! The store's answer to a hook's call, or the call's failure.
 
 use super::{Env, Flow, Hook, Metric, Step};
-use crate::cas::CasStore;
-use crate::edges;
+use crate::fleet::edges;
 use crate::hook::degraded::fleet_kinds;
 use crate::hook::outcome::Outcome;
 use crate::hook::plan::{self, CallFailure};
 use crate::hook::rate_headers;
 use crate::hook::reply::LocalReply;
-use crate::shadow::Refusal;
-use crate::share::Share;
+use crate::hook::shadow::Refusal;
+use crate::limit::share::Share;
+use crate::node::cas::CasStore;
 use crate::wire::{HitAnswer, HitReply};
 
 impl Hook {

@@ -11,8 +11,8 @@
 //! send it upstream undecided.
 
 use super::{Effect, Env, Flow, Hook, Step};
-use crate::cas::CasStore;
 use crate::hook::admit;
+use crate::node::cas::CasStore;
 
 impl Hook {
     /// The request's trailers arrived: the body (`read` fetches what was

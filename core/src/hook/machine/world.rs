@@ -3,8 +3,8 @@
 //! node store.
 
 use super::Env;
-use crate::cas::MapStore;
 use crate::hook::worker::Worker;
+use crate::node::cas::MapStore;
 
 pub struct World {
     pub worker: Worker,

@@ -2,8 +2,8 @@
 
 use super::super::world::World;
 use super::super::*;
+use crate::fleet::overrides::node_list::{store_list, Polled, STALE_AFTER_MS};
 use crate::hook::headers::RequestHeaders;
-use crate::overrides::node_list::{store_list, Polled, STALE_AFTER_MS};
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 

@@ -1,7 +1,7 @@
 use super::*;
-use crate::cas::{decode_u64, ensure_keys, MapStore};
-use crate::edge_keys::FIXED;
-use crate::overrides::node_list::lookup;
+use crate::fleet::overrides::node_list::lookup;
+use crate::node::cas::{decode_u64, ensure_keys, MapStore};
+use crate::node::edge_keys::FIXED;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 

@@ -41,9 +41,9 @@
 //! Contention never refuses a hook: after [`cas::MAX_TRIES`] conflicts the
 //! hook is admitted uncharged and the verdict says so.
 
-use crate::cas::{self, CasStore};
-use crate::gcra::{self, Bucket, Priced};
-use crate::share::Share;
+use crate::limit::gcra::{self, Bucket, Priced};
+use crate::limit::share::Share;
+use crate::node::cas::{self, CasStore};
 use crate::wire::{Charge, ChargeKind};
 use slot::{decode, encode, guest_bit, Held, Pair, Slot};
 
@@ -96,7 +96,7 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
     }
 
     /// Every key this ring may ever touch, for pre-creation in `on_configure`
-    /// (see [`crate::cas::ensure_keys`]).
+    /// (see [`crate::node::cas::ensure_keys`]).
     pub fn keys(&self) -> impl Iterator<Item = String> + '_ {
         (0..self.slots).map(move |i| self.key(i))
     }
@@ -105,7 +105,7 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
     fn key(&self, index: usize) -> String {
         let mut key = String::with_capacity(self.prefix.len() + 20);
         key.push_str(self.prefix);
-        crate::ratelimit_headers::push_u64(&mut key, index as u64);
+        crate::limit::ratelimit_headers::push_u64(&mut key, index as u64);
         key
     }
 
@@ -220,7 +220,7 @@ impl<'s, S: CasStore> NodeBuckets<'s, S> {
     }
 
     /// [`NodeBuckets::charge_state`] spending from `share` of each quota
-    /// (a fleet quota answered node-local, see [`crate::share`]).
+    /// (a fleet quota answered node-local, see [`crate::limit::share`]).
     pub fn charge_share(
         &self,
         tenant: &str,

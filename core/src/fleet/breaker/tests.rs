@@ -1,5 +1,5 @@
 use super::*;
-use crate::cas::{ensure_keys, MapStore};
+use crate::node::cas::{ensure_keys, MapStore};
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 

@@ -12,9 +12,9 @@
 //! re-quoted by [`requota`].
 
 use crate::config::Limits;
-use crate::gcra::Quota;
-use crate::limits::{self, Bound};
-use crate::shadow::Shadow;
+use crate::hook::shadow::Shadow;
+use crate::limit::gcra::Quota;
+use crate::limit::limits::{self, Bound};
 use crate::wire::{Charge, ChargeKind, WireError, MAX_NAME_LEN};
 use serde::{Deserialize, Serialize};
 
@@ -93,7 +93,7 @@ pub(crate) fn pair(
 }
 
 impl OverrideRequest {
-    /// Checks the request against [`crate::limits`] and makes the stored
+    /// Checks the request against [`crate::limit::limits`] and makes the stored
     /// override for `tenant`, accepted at `now_ms` (unix ms). Every error
     /// names the field and the value.
     pub fn into_override(self, tenant: &str, now_ms: u64) -> Result<Override, WireError> {

@@ -11,7 +11,7 @@
 //! in a header and a Redis key becomes `sha256:<hex>` of its bytes (see
 //! [`normalize_key`]), the same on every node.
 
-use crate::limits::MAX_KEY_LEN;
+use crate::limit::limits::MAX_KEY_LEN;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

@@ -5,17 +5,17 @@
 //! (`edges`, see [`crate::wire::HitReply`]). A node keeps the last count it
 //! was told in its shared data ([`EDGES_KEY`], a u64; 0: never heard), so
 //! every worker divides by the same number while the store is away (see
-//! [`crate::share`]).
+//! [`crate::limit::share`]).
 //!
 //! Shared-data operations are costly, so the key is written only when the
 //! count changes: each worker remembers the value it last read or wrote
 //! ([`EdgesSeen`]) and compares an answer's count with that, reading the key
 //! again at most once a second (another worker may have changed it).
 
-use crate::cas::{read_u64, update_u64, CasStore};
 use crate::config::FleetConfig;
-use crate::edge_keys::EDGES_KEY;
-use crate::share::{self, Share};
+use crate::limit::share::{self, Share};
+use crate::node::cas::{read_u64, update_u64, CasStore};
+use crate::node::edge_keys::EDGES_KEY;
 use std::cell::Cell;
 
 /// How long a worker trusts its copy of the node's count before reading it again.
@@ -73,7 +73,7 @@ pub fn share_of(fleet: &FleetConfig, heard: u64) -> Share {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cas::{ensure_keys, MapStore};
+    use crate::node::cas::{ensure_keys, MapStore};
     use std::cell::Cell as Counter;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;

@@ -1,6 +1,6 @@
 use super::*;
-use crate::cas::{ensure_keys, MapStore};
-use crate::node_buckets::NodeVerdict;
+use crate::node::cas::{ensure_keys, MapStore};
+use crate::node::node_buckets::NodeVerdict;
 use crate::wire::ChargeKind;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -70,7 +70,7 @@ fn a_reload_that_changes_a_limit_resets_that_tenants_node_bucket_once() {
         "first load"
     );
     let buckets = NodeBuckets::new(&store, BUCKET_PREFIX, BUCKET_SLOTS);
-    let charge = crate::gcra::Quota { rate: 1, burst: 1 }
+    let charge = crate::limit::gcra::Quota { rate: 1, burst: 1 }
         .charge(ChargeKind::Hooks, "acme", 1)
         .unwrap()
         .unwrap();

@@ -17,10 +17,10 @@
 use super::node_list::{held, held_count, store_list, touch_stamp, Polled, MAX_OVERRIDES};
 use super::page::{ListQuery, OverridePage, PAGE_MAX};
 use super::{Override, OverrideList};
-use crate::cas::CasStore;
 use crate::config::Config;
-use crate::edge_keys::{LIST_CURSOR_KEY, LIST_LEASE_KEY, LIST_STAGING_KEY};
-use crate::node_buckets::fnv1a;
+use crate::node::cas::CasStore;
+use crate::node::edge_keys::{LIST_CURSOR_KEY, LIST_LEASE_KEY, LIST_STAGING_KEY};
+use crate::node::node_buckets::fnv1a;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 

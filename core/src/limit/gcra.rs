@@ -21,7 +21,7 @@
 //! for longer than that.
 //!
 //! The store's Lua script runs the same arithmetic on Redis's clock; its tests
-//! compare the two on the same inputs. The bounds in [`crate::limits`] keep
+//! compare the two on the same inputs. The bounds in [`crate::limit::limits`] keep
 //! every intermediate below 2⁵³, where Lua's doubles are exact.
 
 use crate::wire::{Charge, ChargeKind};
@@ -85,7 +85,7 @@ fn capacity(burst: u64) -> u64 {
 /// quota at `now_us`.
 ///
 /// Saturating arithmetic, so no input can wrap into an admit or panic; within
-/// [`crate::limits`] every value is exact. More units than `burst` can never
+/// [`crate::limit::limits`] every value is exact. More units than `burst` can never
 /// be admitted: denied with the longest wait (callers refuse them earlier).
 pub fn check(bucket: Option<Bucket>, now_us: u64, units: u64, rate: u64, burst: u64) -> Verdict {
     check_cost(
@@ -99,7 +99,7 @@ pub fn check(bucket: Option<Bucket>, now_us: u64, units: u64, rate: u64, burst: 
 
 /// [`check`] in micro-units: a charge costing `cost` against a capacity of
 /// `cap`, draining `rate` micro-units per µs. A node's share of a fleet quota
-/// ([`crate::share`]) prices a unit above 10⁶ instead of scaling the rate, so
+/// ([`crate::limit::share`]) prices a unit above 10⁶ instead of scaling the rate, so
 /// every share stays exact; a cost over the capacity is never admitted.
 pub fn check_cost(bucket: Option<Bucket>, now_us: u64, cost: u64, rate: u64, cap: u64) -> Verdict {
     let rate = rate.max(1);
@@ -196,7 +196,7 @@ pub fn check_all(
     check_all_priced(buckets, now_us, &priced)
 }
 
-/// [`check_all`] over priced charges (a node's share, see [`crate::share`]).
+/// [`check_all`] over priced charges (a node's share, see [`crate::limit::share`]).
 pub fn check_all_priced(
     buckets: &[Option<Bucket>],
     now_us: u64,
@@ -233,9 +233,9 @@ pub fn check_all_priced(
 /// A configured limit: `rate` units per second with room for `burst` at once.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Quota {
-    /// Units per second (hooks, or bytes); within [`crate::limits::RATE`].
+    /// Units per second (hooks, or bytes); within [`crate::limit::limits::RATE`].
     pub rate: u64,
-    /// Units admitted at once from an idle bucket; within [`crate::limits::BURST`].
+    /// Units admitted at once from an idle bucket; within [`crate::limit::limits::BURST`].
     pub burst: u64,
 }
 

@@ -33,7 +33,7 @@ pub const LIST_CURSOR_KEY: &str = "ankusa:overrides:cursor";
 /// (JSON `{"overrides": [...]}`).
 pub const LIST_STAGING_KEY: &str = "ankusa:overrides:staging";
 
-/// The live edge count the store last reported (u64 LE; 0: never), see [`crate::edges`].
+/// The live edge count the store last reported (u64 LE; 0: never), see [`crate::fleet::edges`].
 pub const EDGES_KEY: &str = "ankusa:fleet:edges";
 
 /// Every fixed key (the bucket ring aside).

@@ -1,7 +1,7 @@
 use super::*;
-use crate::cas::{ensure_keys, MapStore};
 use crate::config::BreakerPolicy;
-use crate::edge_keys::FIXED;
+use crate::node::cas::{ensure_keys, MapStore};
+use crate::node::edge_keys::FIXED;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -153,8 +153,8 @@ fn one_poll_per_interval_node_wide_and_none_while_one_is_in_flight() {
 
 #[test]
 fn no_poll_while_the_breaker_is_open() {
-    use crate::breaker::{Breaker, BreakerState};
-    use crate::edge_keys::BREAKER_KEY;
+    use crate::fleet::breaker::{Breaker, BreakerState};
+    use crate::node::edge_keys::BREAKER_KEY;
     let s = store();
     let policy = BreakerPolicy::default();
     let breaker = Breaker::new(&s, BREAKER_KEY, policy);
@@ -230,7 +230,7 @@ fn the_override_in_force_is_found_until_it_expires_or_the_list_goes_stale() {
 #[test]
 fn requota_replaces_each_charge_with_the_effective_quota() {
     use crate::config::Limits;
-    use crate::gcra::Quota;
+    use crate::limit::gcra::Quota;
     use crate::wire::ChargeKind;
     let hooks = Quota {
         rate: 100,
@@ -253,7 +253,7 @@ fn requota_replaces_each_charge_with_the_effective_quota() {
             burst: 400,
         }),
     };
-    let out = crate::overrides::requota(&[hooks.clone(), bytes.clone()], &lowered);
+    let out = crate::fleet::overrides::requota(&[hooks.clone(), bytes.clone()], &lowered);
     assert_eq!((out[0].rate, out[0].burst, out[0].units), (1, 2, 1));
     assert_eq!((out[1].rate, out[1].burst, out[1].units), (10, 400, 300));
     let no_bytes = Limits {
@@ -261,7 +261,7 @@ fn requota_replaces_each_charge_with_the_effective_quota() {
         ..lowered
     };
     assert_eq!(
-        crate::overrides::requota(&[hooks, bytes], &no_bytes).len(),
+        crate::fleet::overrides::requota(&[hooks, bytes], &no_bytes).len(),
         1
     );
 }

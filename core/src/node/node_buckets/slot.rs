@@ -1,7 +1,7 @@
 //! One slot's bytes: a tenant's name with its hooks and bytes buckets and the
 //! guests that shared the slot (the layout is in the parent module's docs).
 
-use crate::gcra::Bucket;
+use crate::limit::gcra::Bucket;
 use crate::wire::ChargeKind;
 
 /// Format 2: a bucket is (stamp, level, empty_at); format 1 held one TAT.

@@ -17,12 +17,12 @@
 
 use super::page::OverridePage;
 use super::{pair, Override, OverrideList};
-use crate::breaker::{Breaker, BreakerState};
-use crate::cas::{decode_u64, CasStore};
 use crate::config::BreakerPolicy;
-use crate::edge_keys::{BREAKER_KEY, LIST_KEY, LIST_LEASE_KEY, LIST_STAMP_KEY};
-use crate::limits::{is_valid_name, MAX_NAME_LEN};
-use crate::node_buckets::fnv1a;
+use crate::fleet::breaker::{Breaker, BreakerState};
+use crate::limit::limits::{is_valid_name, MAX_NAME_LEN};
+use crate::node::cas::{decode_u64, CasStore};
+use crate::node::edge_keys::{BREAKER_KEY, LIST_KEY, LIST_LEASE_KEY, LIST_STAMP_KEY};
+use crate::node::node_buckets::fnv1a;
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
@@ -174,7 +174,7 @@ pub fn poll_due<S: CasStore>(
         return false;
     }
     let (bytes, version) = store.get(LIST_LEASE_KEY);
-    crate::clock::lease_due(decode_u64(&bytes), now_ms, POLL_INTERVAL_MS)
+    crate::node::clock::lease_due(decode_u64(&bytes), now_ms, POLL_INTERVAL_MS)
         && store.compare_and_set(
             LIST_LEASE_KEY,
             &(now_ms + POLL_INTERVAL_MS).to_le_bytes(),
@@ -187,7 +187,7 @@ pub fn poll_due<S: CasStore>(
 /// future than that (a clock that stepped back) is stale.
 pub fn is_fresh(fetched_ms: u64, now_ms: u64) -> bool {
     fetched_ms != 0
-        && !crate::clock::reached(
+        && !crate::node::clock::reached(
             fetched_ms.saturating_add(STALE_AFTER_MS),
             now_ms,
             STALE_AFTER_MS.saturating_mul(2),

@@ -21,12 +21,12 @@
 //! `since` is when the breaker opened (Open) or the probe was issued (Probing).
 //!
 //! Wall-clock steps: a `since` more than `open_ms` ahead of now was stamped by
-//! a clock that has since stepped back, and is due (see [`crate::clock`]);
+//! a clock that has since stepped back, and is due (see [`crate::node::clock`]);
 //! window sub-buckets stamped with a future epoch read as empty.
 
-use crate::cas::{self, Cas, CasStore};
-use crate::clock;
 use crate::config::BreakerPolicy;
+use crate::node::cas::{self, Cas, CasStore};
+use crate::node::clock;
 use record::{Bucket, Record};
 use std::cell::Cell;
 
@@ -112,7 +112,7 @@ pub struct Breaker<'s, S: CasStore> {
 
 impl<'s, S: CasStore> Breaker<'s, S> {
     /// `key` must be pre-created with the filter's other keys (see
-    /// [`crate::cas::ensure_keys`]), so that the first probe race is a real CAS.
+    /// [`crate::node::cas::ensure_keys`]), so that the first probe race is a real CAS.
     pub fn new(store: &'s S, key: &str, policy: BreakerPolicy) -> Self {
         Breaker {
             store,

@@ -19,7 +19,7 @@
 //!
 //! Which set an edge sends is `rate_limits.headers` ([`HeadersMode`]).
 
-use crate::gcra::{Bucket, Quota, MICRO};
+use crate::limit::gcra::{Bucket, Quota, MICRO};
 
 /// `rate_limits.headers`: which headers a rate-limited source's answers carry.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -90,9 +90,9 @@ pub struct Standing {
     pub reset_s: u64,
 }
 
-/// The bucket's level drained to `now_us`, as [`crate::gcra::check`] sees
+/// The bucket's level drained to `now_us`, as [`crate::limit::gcra::check`] sees
 /// it: a level over the capacity counts as full, a stamp leading `now` by at
-/// most [`crate::gcra::MAX_LEAD_US`] has not drained yet, a stamp further ahead is stale.
+/// most [`crate::limit::gcra::MAX_LEAD_US`] has not drained yet, a stamp further ahead is stale.
 pub fn level_at(bucket: Option<Bucket>, now_us: u64, quota: Quota) -> u64 {
     let rate = quota.rate.max(1);
     let b = bucket.unwrap_or_default();
@@ -128,7 +128,7 @@ pub fn standing(quota: Quota, bucket: Option<Bucket>, now_us: u64) -> Standing {
 pub fn denied(retry_after_ms: u64) -> Standing {
     Standing {
         remaining: 0,
-        reset_s: crate::gcra::wait_secs(retry_after_ms),
+        reset_s: crate::limit::gcra::wait_secs(retry_after_ms),
     }
 }
 

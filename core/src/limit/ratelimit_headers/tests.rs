@@ -1,5 +1,5 @@
 use super::*;
-use crate::gcra::{check, Verdict};
+use crate::limit::gcra::{check, Verdict};
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cas::{ensure_keys, MapStore};
+use crate::node::cas::{ensure_keys, MapStore};
 use std::cell::Cell;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -356,7 +356,7 @@ fn endless_conflicts_admit_uncharged_and_say_so() {
     };
     let nb = NodeBuckets::new(&store, "rl:", 4);
     assert_eq!(nb.charge("acme", NOW, &[hooks(1)]), NodeVerdict::Contended);
-    assert_eq!(store.sets.get(), crate::cas::MAX_TRIES);
+    assert_eq!(store.sets.get(), crate::node::cas::MAX_TRIES);
     assert!(store.inner.is_empty());
 }
 
@@ -381,7 +381,7 @@ fn concurrent_threads_admit_exactly_burst() {
             s.spawn(|| {
                 for _ in 0..60 {
                     // Four threads in a tight loop on two loaded cores can
-                    // lose crate::cas::MAX_TRIES races in a row (a Contended
+                    // lose crate::node::cas::MAX_TRIES races in a row (a Contended
                     // admit, tested above); what this test pins is that
                     // no write is lost, so it asks again.
                     // Bounded: a charge that is always contended fails here.

@@ -72,7 +72,7 @@ pub const SETTLE_INTERVAL_MS: Bound = Bound {
 /// Live edges a node divides a fleet quota by while it answers alone
 /// (`fleet.nodes`, a hit answer's `edges`): up to 1 000, so a share is at
 /// least 1/1 000 and a degraded charge (units × 10⁶ / share, see
-/// [`crate::share`]) stays below 2⁶⁴ for the largest burst.
+/// [`crate::limit::share`]) stays below 2⁶⁴ for the largest burst.
 pub const EDGES: Bound = Bound { min: 1, max: 1_000 };
 /// `fleet.degraded_share` in parts per million: 1/1 000 to the whole quota.
 pub const SHARE_PPM: Bound = Bound {
@@ -110,7 +110,7 @@ pub fn is_valid_name(name: &str) -> bool {
 pub const ID_CHARS: &str = "characters of [A-Za-z0-9_-]";
 
 /// Longest event key on the wire (bytes); longer keys are hashed by the filter
-/// before they are sent (see [`crate::event_key`]).
+/// before they are sent (see [`crate::hook::event_key`]).
 pub const MAX_KEY_LEN: usize = 200;
 /// Longest hook id on the wire (bytes).
 pub const MAX_HOOK_ID_LEN: usize = 64;

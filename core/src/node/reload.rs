@@ -10,10 +10,10 @@
 //! so a new limit holds from the next hit: a raised burst has its room at
 //! once, a lowered one finds a fuller bucket full and drains it at the new rate.
 
-use crate::cas::CasStore;
 use crate::config::{Config, Limits};
-use crate::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, LIMITS_KEY};
-use crate::node_buckets::NodeBuckets;
+use crate::node::cas::CasStore;
+use crate::node::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, LIMITS_KEY};
+use crate::node::node_buckets::NodeBuckets;
 use std::collections::BTreeMap;
 
 /// A tenant's limits in a form two configurations compare by.

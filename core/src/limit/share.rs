@@ -5,18 +5,18 @@
 //! quota: `rate × share` and `burst × share`, never less than one charge of
 //! burst, so the fleet as a whole stays within its quota through an outage.
 //!
-//! The arithmetic is [`crate::gcra`]'s, exact: rather than scale the rate
+//! The arithmetic is [`crate::limit::gcra`]'s, exact: rather than scale the rate
 //! and the burst (a rate of 50/s over 3 edges is not a whole number), a unit
 //! is priced at `10⁶ / share` micro-units against the quota's own capacity and
 //! drain, rounded up, so a shared bucket admits at most
 //! `max(burst × share, one charge) + rate × share × t`, never more.
 //!
 //! Which share: `fleet.degraded_share` when the configuration pins one, else
-//! `1 / live edges` as the store last told this node (see [`crate::edges`]),
+//! `1 / live edges` as the store last told this node (see [`crate::fleet::edges`]),
 //! else `1 / fleet.nodes` (default 1: the whole quota, each node alone).
 
-use crate::gcra::{Priced, MICRO};
-use crate::limits::{EDGES, SHARE_PPM};
+use crate::limit::gcra::{Priced, MICRO};
+use crate::limit::limits::{EDGES, SHARE_PPM};
 use crate::wire::Charge;
 
 /// Parts per million of a whole quota.
