@@ -279,5 +279,22 @@ impl<'s, S: CasStore> Breaker<'s, S> {
     }
 }
 
+/// For tests elsewhere in the crate: calls failed 1 ms apart from
+/// `now_us` until the breaker opens (bounded, so a breaker that never
+/// opens fails the test instead of hanging it); the time it opened.
+#[cfg(test)]
+pub(crate) fn fail_until_open<S: CasStore>(breaker: &Breaker<'_, S>, mut now_us: u64) -> u64 {
+    for _ in 0..1_000 {
+        if breaker.state(now_us) == BreakerState::Open {
+            break;
+        }
+        let permit = breaker.admit_call(now_us);
+        breaker.record(now_us, permit, false);
+        now_us += 1_000;
+    }
+    assert_eq!(breaker.state(now_us), BreakerState::Open);
+    now_us
+}
+
 #[cfg(test)]
 mod tests;

@@ -90,17 +90,7 @@ fn a_batch_leaves_only_when_queued_idle_closed_and_leased() {
     assert!(!due(false, 1_010_000), "the lease is another's for 50 ms");
     assert!(due(false, 1_050_000));
     let breaker = Breaker::new(&s, BREAKER_KEY, policy);
-    let mut now = 2_000_000;
-    // Bounded: a breaker that never opens fails here, not hangs.
-    for _ in 0..1_000 {
-        if breaker.state(now) == BreakerState::Open {
-            break;
-        }
-        let permit = breaker.admit_call(now);
-        breaker.record(now, permit, false);
-        now += 1_000;
-    }
-    assert_eq!(breaker.state(now), BreakerState::Open);
+    let now = crate::fleet::breaker::fail_until_open(&breaker, 2_000_000);
     assert!(!due(false, now + 100_000), "held while the breaker is open");
 }
 

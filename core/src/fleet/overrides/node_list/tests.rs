@@ -153,22 +153,12 @@ fn one_poll_per_interval_node_wide_and_none_while_one_is_in_flight() {
 
 #[test]
 fn no_poll_while_the_breaker_is_open() {
-    use crate::fleet::breaker::{Breaker, BreakerState};
+    use crate::fleet::breaker::Breaker;
     use crate::node::edge_keys::BREAKER_KEY;
     let s = store();
     let policy = BreakerPolicy::default();
     let breaker = Breaker::new(&s, BREAKER_KEY, policy);
-    let mut now_us = NOW * 1_000;
-    // Bounded: a breaker that never opens fails here, not hangs.
-    for _ in 0..1_000 {
-        if breaker.state(now_us) == BreakerState::Open {
-            break;
-        }
-        let permit = breaker.admit_call(now_us);
-        breaker.record(now_us, permit, false);
-        now_us += 1_000;
-    }
-    assert_eq!(breaker.state(now_us), BreakerState::Open);
+    let now_us = crate::fleet::breaker::fail_until_open(&breaker, NOW * 1_000);
     assert!(!poll_due(&s, false, policy, now_us / 1_000));
     let after_us = now_us + policy.open_ms * 1_000;
     assert!(
