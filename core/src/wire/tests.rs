@@ -53,6 +53,17 @@ fn claim() -> Claim {
     }
 }
 
+/// A hit with these charges and claim, and nothing else.
+fn request(charges: Vec<Charge>, claim: Option<Claim>) -> HitRequest {
+    HitRequest {
+        node: None,
+        traceparent: None,
+        charges,
+        claim,
+        replay: None,
+    }
+}
+
 fn charge(kind: ChargeKind) -> Charge {
     Charge {
         kind,
@@ -65,13 +76,7 @@ fn charge(kind: ChargeKind) -> Charge {
 
 #[test]
 fn hit_request_round_trips_in_the_documented_shape() {
-    let req = HitRequest {
-        node: None,
-        traceparent: None,
-        charges: vec![charge(ChargeKind::Hooks)],
-        claim: Some(claim()),
-        replay: None,
-    };
+    let req = request(vec![charge(ChargeKind::Hooks)], Some(claim()));
     let json = serde_json::to_value(&req).unwrap();
     assert_eq!(json["charges"][0]["kind"], "hooks");
     assert_eq!(json["claim"]["source_id"], "gh");
@@ -121,31 +126,13 @@ fn settle_ops_are_tagged_by_op() {
 fn charge_error(edit: impl FnOnce(&mut Charge)) -> String {
     let mut c = charge(ChargeKind::Bytes);
     edit(&mut c);
-    HitRequest {
-        node: None,
-        traceparent: None,
-        charges: vec![c],
-        claim: None,
-        replay: None,
-    }
-    .validate()
-    .unwrap_err()
-    .to_string()
+    request(vec![c], None).validate().unwrap_err().to_string()
 }
 
 fn claim_error(edit: impl FnOnce(&mut Claim)) -> String {
     let mut c = claim();
     edit(&mut c);
-    HitRequest {
-        node: None,
-        traceparent: None,
-        charges: vec![],
-        claim: Some(c),
-        replay: None,
-    }
-    .validate()
-    .unwrap_err()
-    .to_string()
+    request(vec![], Some(c)).validate().unwrap_err().to_string()
 }
 
 #[test]
@@ -172,17 +159,7 @@ fn every_charge_bound_is_the_core_limit_naming_the_field() {
     );
     let mut top = charge(ChargeKind::Bytes);
     (top.rate, top.burst, top.units) = (1_000_000_000, 1 << 32, 1 << 32);
-    assert_eq!(
-        HitRequest {
-            node: None,
-            traceparent: None,
-            charges: vec![top],
-            claim: None,
-            replay: None,
-        }
-        .validate(),
-        Ok(())
-    );
+    assert_eq!(request(vec![top], None).validate(), Ok(()));
 }
 
 #[test]
@@ -205,27 +182,11 @@ fn every_claim_ttl_bound_is_the_core_limit_naming_the_field() {
 fn empty_names_are_refused() {
     let mut cl = claim();
     cl.key.clear();
-    let err = HitRequest {
-        node: None,
-        traceparent: None,
-        charges: vec![],
-        claim: Some(cl),
-        replay: None,
-    }
-    .validate()
-    .unwrap_err();
+    let err = request(vec![], Some(cl)).validate().unwrap_err();
     assert_eq!(err.to_string(), "claim.key: must be 1 to 200 bytes, got 0");
     let mut cl = claim();
     cl.tenant.clear();
-    let err = HitRequest {
-        node: None,
-        traceparent: None,
-        charges: vec![],
-        claim: Some(cl),
-        replay: None,
-    }
-    .validate()
-    .unwrap_err();
+    let err = request(vec![], Some(cl)).validate().unwrap_err();
     assert_eq!(err.field, "claim.tenant");
 }
 
@@ -254,33 +215,18 @@ fn tenants_and_sources_follow_the_configs_name_rule() {
 fn one_hit_is_one_tenant() {
     let mut other = charge(ChargeKind::Bytes);
     other.tenant = "globex".into();
-    let req = HitRequest {
-        node: None,
-        traceparent: None,
-        charges: vec![charge(ChargeKind::Hooks), other],
-        claim: None,
-        replay: None,
-    };
+    let req = request(vec![charge(ChargeKind::Hooks), other], None);
     assert_eq!(req.validate().unwrap_err().field, "charges[1].tenant");
-    let req = HitRequest {
-        node: None,
-        traceparent: None,
-        charges: vec![charge(ChargeKind::Hooks), charge(ChargeKind::Hooks)],
-        claim: None,
-        replay: None,
-    };
+    let req = request(
+        vec![charge(ChargeKind::Hooks), charge(ChargeKind::Hooks)],
+        None,
+    );
     assert_eq!(req.validate().unwrap_err().field, "charges[1].kind");
 }
 
 #[test]
 fn empty_hit_is_refused_and_unknown_fields_fail_to_parse() {
-    let req = HitRequest {
-        node: None,
-        traceparent: None,
-        charges: vec![],
-        claim: None,
-        replay: None,
-    };
+    let req = request(vec![], None);
     assert_eq!(req.validate().unwrap_err().field, "charges");
     assert!(serde_json::from_str::<HitRequest>(r#"{"charges":[],"claim":null,"x":1}"#).is_err());
 }
@@ -304,13 +250,10 @@ fn charge_kinds_keep_their_names() {
     // another spelling would orphan every tenant's buckets on upgrade.
     assert_eq!(ChargeKind::Hooks.as_str(), "hooks");
     assert_eq!(ChargeKind::Bytes.as_str(), "bytes");
-    let twice = HitRequest {
-        charges: vec![charge(ChargeKind::Bytes), charge(ChargeKind::Bytes)],
-        claim: None,
-        replay: None,
-        node: None,
-        traceparent: None,
-    };
+    let twice = request(
+        vec![charge(ChargeKind::Bytes), charge(ChargeKind::Bytes)],
+        None,
+    );
     let e = twice.validate().unwrap_err();
     assert_eq!(
         e.to_string(),
