@@ -206,17 +206,23 @@ fn fallbacks(edges: &[Edge]) -> f64 {
         .sum()
 }
 
-/// `n` edges, the store frozen: the fleet admits one quota, then, healed, the
-/// store's quota exactly.
-fn frozen_store_holds_the_fleet_quota(n: usize) {
-    let _one = one_at_a_time();
-    let redis = Redis::start();
+/// A store that recounts the live edges every 200 ms, ready.
+fn store_refreshing_fast(redis: &Redis) -> Store {
     let store = Store::start_on(
         ankusa_testkit::ports::free_port(),
         &redis.url(),
         &["--edges-refresh-ms", "200"],
     );
     assert!(store.wait_ready(Duration::from_secs(10)));
+    store
+}
+
+/// `n` edges, the store frozen: the fleet admits one quota, then, healed, the
+/// store's quota exactly.
+fn frozen_store_holds_the_fleet_quota(n: usize) {
+    let _one = one_at_a_time();
+    let redis = Redis::start();
+    let store = store_refreshing_fast(&redis);
     let intake = Intake::start();
     let edges = edges(&intake, &vec![store.port; n]);
     learn_count(&edges, n as u64);
@@ -290,12 +296,7 @@ fn three_edges_with_the_store_frozen_admit_one_fleet_quota() {
 fn one_edge_cut_off_while_the_other_keeps_the_store_admits_at_most_one_and_a_half_quotas() {
     let _one = one_at_a_time();
     let redis = Redis::start();
-    let store = Store::start_on(
-        ankusa_testkit::ports::free_port(),
-        &redis.url(),
-        &["--edges-refresh-ms", "200"],
-    );
-    assert!(store.wait_ready(Duration::from_secs(10)));
+    let store = store_refreshing_fast(&redis);
     let intake = Intake::start();
     let (to_one, to_two) = (FaultProxy::start(store.port), FaultProxy::start(store.port));
     let edges = edges(&intake, &[to_one.port, to_two.port]);
