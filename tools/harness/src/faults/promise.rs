@@ -3,9 +3,7 @@
 //! edge within the budget, the breaker closed within its bound after a heal.
 
 use super::row::Row;
-
-/// The row whose store is slow but answers within the budget.
-const SLOW_BELOW: &str = "store-slow-below-timeout";
+use super::scenario::Fault;
 
 /// How far over its quota the metered tenant may go in a row: 10 % and two
 /// hooks (a window's edges are the run's clock, not the store's).
@@ -43,7 +41,7 @@ impl Row {
                 self.fault, self.acknowledged_events, self.events
             ));
         }
-        if self.fault == "redis-killed-restarted-from-aof"
+        if self.fault == Fault::RedisKilledAof.name()
             && self.redis_keys_after_restart.unwrap_or(0) == 0
         {
             return Some(format!(
@@ -83,7 +81,9 @@ impl Row {
         // can't afford to wait for a worker's call in flight get their own
         // call. A few may still fall back while a worker learns the new
         // latency (the hooks waiting on its first slow call).
-        if self.fault.starts_with(SLOW_BELOW) && self.fallbacks * 10 > self.deliveries {
+        if self.fault.starts_with(Fault::StoreSlowBelow.name())
+            && self.fallbacks * 10 > self.deliveries
+        {
             return Some(format!(
                 "{}: {} of {} hooks fell back on a store slower than usual but within fleet.timeout_ms \
                  (at most 1 in 10 may)",
