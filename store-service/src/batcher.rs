@@ -14,7 +14,7 @@ use crate::backend::{Backend, Node};
 use crate::errors::StoreError;
 use crate::keys;
 use ankusa_core::wire::SettleOp;
-use redis::{Pipeline, Value};
+use redis::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -270,7 +270,7 @@ async fn send(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), F
         .arg("LOAD")
         .arg(backend.scripts.settle_text);
     for entry in entries {
-        push_op(&mut pipe, backend, &entry.op);
+        pipe.add_command(op_cmd(backend, &entry.op));
     }
     let result = backend
         .send_pipeline(node, &pipe, entries.len() + 1)
@@ -306,28 +306,29 @@ fn has_code(value: &Value, code: &str) -> bool {
     matches!(value, Value::ServerError(e) if e.code() == code)
 }
 
-/// Adds one settle operation to `pipe`: the settle script by its hash (the
+/// One settle operation as a command: the settle script by its hash (the
 /// pipeline loads it first), which moves the claim only while it is pending
 /// under `claim.hook_id`. A promote commits it under the hook id the
 /// upstream answered with; one whose pending key expired, or that names a
 /// key its hook never held, changes nothing (the redelivery is admitted and
 /// the upstream's own index catches the copy).
-pub fn push_op(pipe: &mut Pipeline, backend: &Backend, op: &SettleOp) {
-    pipe.cmd("EVALSHA")
-        .arg(backend.scripts.settle.get_hash())
+pub fn op_cmd(backend: &Backend, op: &SettleOp) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(backend.scripts.settle.get_hash())
         .arg(1)
         .arg(keys::claim(op.claim()))
         .arg(keys::pending_prefix(&op.claim().hook_id));
     match op {
         SettleOp::Promote { hook_id, claim } => {
-            pipe.arg("promote")
+            cmd.arg("promote")
                 .arg(keys::committed_value(hook_id))
                 .arg(claim.ttl_ms);
         }
         SettleOp::Release { .. } => {
-            pipe.arg("release");
+            cmd.arg("release");
         }
     }
+    cmd
 }
 
 /// The `op` label of a settle operation.

@@ -36,6 +36,12 @@ pub struct Metrics {
     pub settle_queued_ops: IntGauge,
     /// `ankusa_store_live_edges`: edges heard from within the live-edge TTL.
     pub live_edges: IntGauge,
+    /// `ankusa_store_cluster_redirects_total{reply}`: hits a Cluster node did not
+    /// run and the store sent again (`moved`, `ask`, `tryagain`).
+    pub redirects: IntCounterVec,
+    /// `ankusa_store_cluster_redirects_unfinished_total`: hits still redirected
+    /// when their rounds or their caller's budget ran out (answered `redis_unavailable`).
+    pub redirects_unfinished: IntCounter,
 }
 
 impl Metrics {
@@ -76,9 +82,22 @@ impl Metrics {
             .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]),
         )
         .expect("static metric definition");
+        let redirects = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_cluster_redirects_total",
+                "Hits a Redis Cluster node did not run (MOVED, ASK, TRYAGAIN), sent again, by reply.",
+            ),
+            &["reply"],
+        )
+        .expect("static metric definition");
+        let redirects_unfinished = IntCounter::new(
+            "ankusa_store_cluster_redirects_unfinished_total",
+            "Hits still redirected when their rounds or their caller's budget ran out.",
+        )
+        .expect("static metric definition");
         let pipeline_round_trips = IntCounter::new(
             "ankusa_store_pipeline_round_trips_total",
-            "Settle pipelines sent, one per Redis node per flush.",
+            "Pipelines sent to Redis, one per node per flush or hit batch, and one per redirect round.",
         )
         .expect("static metric definition");
         let settle_ops = IntCounterVec::new(
@@ -153,6 +172,8 @@ impl Metrics {
             Box::new(late.clone()),
             Box::new(settle_queued_ops.clone()),
             Box::new(live_edges.clone()),
+            Box::new(redirects.clone()),
+            Box::new(redirects_unfinished.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
         }
@@ -172,6 +193,8 @@ impl Metrics {
             late,
             settle_queued_ops,
             live_edges,
+            redirects,
+            redirects_unfinished,
         }
     }
 

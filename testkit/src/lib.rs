@@ -4,6 +4,7 @@
 //! - [`process`]: a child process that is stopped (by its PID) when dropped.
 //! - [`http`]: a small blocking HTTP/1.1 client that returns every status as a value.
 //! - [`redis`]: a throw-away Redis, single or a 3-master Cluster.
+//! - [`redis_monitor`]: `MONITOR` on Redis nodes, to count what each really ran.
 //! - [`store`]: the `ankusa-store` binary against a given Redis.
 //! - [`intake`]: the sample intake (the upstream the edges forward to).
 //! - [`paths`]: where the workspace's built binaries, the filter and Envoy live.
@@ -28,6 +29,7 @@ pub mod ports;
 pub mod process;
 pub mod prometheus;
 pub mod redis;
+pub mod redis_monitor;
 pub mod store;
 pub mod token;
 

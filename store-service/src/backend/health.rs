@@ -6,6 +6,9 @@ use crate::errors::StoreError;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Every how many probes a Cluster's slot map is read again unasked.
+const SLOTS_EVERY: u32 = 10;
+
 impl Backend {
     /// PING on the live connection within `limit`.
     pub async fn ping(&self, limit: Duration) -> Result<(), StoreError> {
@@ -25,6 +28,7 @@ impl Backend {
         let this = Arc::clone(self);
         tokio::spawn(async move {
             let mut carried = false;
+            let mut beat: u32 = 0;
             loop {
                 let up = this.probe().await;
                 if up && !carried {
@@ -39,7 +43,19 @@ impl Backend {
                     }
                 }
                 let pause = if up { 500 } else { 200 };
-                tokio::time::sleep(Duration::from_millis(pause)).await;
+                // A redirect or a master gone wakes the loop early; the map
+                // is read again then, and every few seconds anyway.
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(pause)) => {}
+                    _ = this.stale.notified() => {
+                        this.refresh_slots().await;
+                        continue;
+                    }
+                }
+                beat += 1;
+                if beat.is_multiple_of(SLOTS_EVERY) {
+                    this.refresh_slots().await;
+                }
             }
         })
     }
@@ -48,8 +64,7 @@ impl Backend {
         let has_conn = self.conn().is_ok();
         if !has_conn {
             match tokio::time::timeout(PROBE_TIMEOUT, self.connect()).await {
-                Ok(Ok((conn, once))) => {
-                    *self.once.write().unwrap_or_else(|p| p.into_inner()) = Some(once);
+                Ok(Ok(conn)) => {
                     *self.conn.write().unwrap_or_else(|p| p.into_inner()) = Some(conn);
                 }
                 Ok(Err(e)) => {

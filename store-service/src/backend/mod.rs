@@ -1,7 +1,8 @@
 //! The connection to Redis: one server through a `ConnectionManager`, or a
-//! Cluster through `cluster_async`. Neither is needed to start: a background
-//! task connects, probes, and keeps `redis_up` current, so an outage is a
-//! quick 503 and never a stuck or dead service.
+//! Cluster through `cluster_async` (and, for hits, a connection of its own
+//! to each master: `direct`, `once`). Neither is needed to start: a
+//! background task connects, probes, and keeps `redis_up` current, so an
+//! outage is a quick 503 and never a stuck or dead service.
 
 use crate::config::RedisTarget;
 use crate::errors::StoreError;
@@ -14,22 +15,28 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 mod conn;
+mod direct;
 mod health;
+mod once;
 mod pipeline;
 mod slots;
 
 pub use conn::Conn;
+pub use direct::Addr;
+pub use once::Once;
 pub use slots::{parse_cluster_slots, Node, SlotOwner};
 
 pub struct Backend {
     target: RedisTarget,
     conn: RwLock<Option<Conn>>,
-    /// For a Cluster, a second client that never sends a command again by
-    /// itself (on a redirect, a dropped connection, a TRYAGAIN): hits go on
-    /// it, as a hit is not idempotent and a resent pipeline would run again
-    /// every hit in it that had already run. On one Redis, the same connection.
-    once: RwLock<Option<Conn>>,
+    /// For a Cluster, a connection of its own to each master, which never
+    /// sends a command again by itself: hits go on it (see `once`), as a hit
+    /// is not idempotent and a resent pipeline would run again every hit in
+    /// it that had already run.
+    direct: direct::Direct,
     slots: RwLock<Vec<SlotOwner>>,
+    /// Woken when the slot map should be read again now.
+    stale: tokio::sync::Notify,
     up: AtomicBool,
     pub metrics: Arc<Metrics>,
     pub scripts: Scripts,
@@ -48,11 +55,16 @@ const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
 
 impl Backend {
     pub fn new(target: RedisTarget, metrics: Arc<Metrics>) -> Arc<Backend> {
+        let seed = match &target {
+            RedisTarget::Cluster(seeds) => seeds.first().map(String::as_str),
+            RedisTarget::Single(_) => None,
+        };
         Arc::new(Backend {
+            direct: direct::Direct::new(seed),
             target,
             conn: RwLock::new(None),
-            once: RwLock::new(None),
             slots: RwLock::new(Vec::new()),
+            stale: tokio::sync::Notify::new(),
             up: AtomicBool::new(false),
             metrics,
             scripts: Scripts::new(),
@@ -66,12 +78,6 @@ impl Backend {
     /// The live connection, or `redis_unavailable` at once when there is none yet.
     pub fn conn(&self) -> Result<Conn, StoreError> {
         live(&self.conn)
-    }
-
-    /// The connection for hits (see [`Backend`]'s `once`), or
-    /// `redis_unavailable` at once when there is none yet.
-    pub fn conn_once(&self) -> Result<Conn, StoreError> {
-        live(&self.once)
     }
 
     pub fn is_up(&self) -> bool {
@@ -89,8 +95,8 @@ impl Backend {
         self.metrics.redis_up.set(i64::from(up));
     }
 
-    /// The connection, and the one hits go on (see [`Backend`]'s `once`).
-    async fn connect(&self) -> RedisResult<(Conn, Conn)> {
+    /// The connection.
+    async fn connect(&self) -> RedisResult<Conn> {
         match &self.target {
             RedisTarget::Single(url) => {
                 let client = redis::Client::open(url.as_str())?;
@@ -102,21 +108,16 @@ impl Backend {
                     .set_max_delay(200)
                     .set_connection_timeout(PROBE_TIMEOUT);
                 let manager = ConnectionManager::new_with_config(client, config).await?;
-                let conn = Conn::Single(Box::new(manager));
-                Ok((conn.clone(), conn))
+                Ok(Conn::Single(Box::new(manager)))
             }
             RedisTarget::Cluster(nodes) => {
-                let client = |retries: u32| {
-                    redis::cluster::ClusterClientBuilder::new(nodes.clone())
-                        .connection_timeout(PROBE_TIMEOUT)
-                        .retries(retries)
-                        .min_retry_wait(10)
-                        .max_retry_wait(200)
-                        .build()
-                };
-                let conn = Conn::Cluster(client(2)?.get_async_connection().await?);
-                let once = Conn::Cluster(client(0)?.get_async_connection().await?);
-                Ok((conn, once))
+                let client = redis::cluster::ClusterClientBuilder::new(nodes.clone())
+                    .connection_timeout(PROBE_TIMEOUT)
+                    .retries(2)
+                    .min_retry_wait(10)
+                    .max_retry_wait(200)
+                    .build()?;
+                Ok(Conn::Cluster(client.get_async_connection().await?))
             }
         }
     }

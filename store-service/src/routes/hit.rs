@@ -1,7 +1,7 @@
 //! `POST /v1/hit`: every charge and the claim in one script call.
 
-use super::{budget, count, json, read_json, within, Reply, Shared};
-use crate::backend::Backend;
+use super::{budget, count, json, read_json, resend_deadline, within, Reply, Shared};
+use crate::backend::{Backend, Once};
 use crate::errors::StoreError;
 use crate::keys;
 use crate::spans;
@@ -25,7 +25,8 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     spans::tenant(&request, hit.tenant().unwrap_or_default());
     let span = spans::hit(&hit);
     let backend = std::sync::Arc::clone(&shared.backend);
-    let work = async move { run(&backend, &hit).await }.instrument(span.clone());
+    let deadline = resend_deadline(budget);
+    let work = async move { run(&backend, &hit, deadline).await }.instrument(span.clone());
     let answered = within(shared, "hit", budget, work).await;
     let (mut answer, waited) = answered.inspect_err(|e| spans::result(&span, e.code()))?;
     spans::redis(&request, waited);
@@ -47,11 +48,27 @@ pub fn result_of(answer: &HitAnswer) -> &'static str {
     }
 }
 
-/// Runs one hit: its answer, and how long Redis took (recorded on the
-/// current span, the hit's).
-pub async fn run(backend: &Backend, hit: &HitRequest) -> Result<(HitReply, Duration), StoreError> {
-    // Never resent by a Cluster client: a hit is not idempotent.
-    let mut conn = backend.conn_once()?;
+/// Runs one hit within `deadline`: its answer, and how long Redis took
+/// (recorded on the current span, the hit's). On a Cluster it goes where the
+/// hits of a batch go, following a moving slot (see `Backend::run_once`).
+pub async fn run(
+    backend: &Backend,
+    hit: &HitRequest,
+    deadline: Instant,
+) -> Result<(HitReply, Duration), StoreError> {
+    if backend.is_cluster() {
+        let node = backend.node_of(&keys::override_of(hit.tenant().unwrap_or_default()));
+        let load = script_load(backend.scripts.hit_text.as_str());
+        let (mut replies, waited) = backend
+            .run_once(&node, &[load], &[hit_cmd(backend, hit)], deadline)
+            .await;
+        spans::redis(&Span::current(), waited);
+        let reply = replies
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Internal("the hit had no reply".into())));
+        return answer_of(reply).map(|answer| (answer, waited));
+    }
+    let mut conn = backend.conn()?;
     let (keys, args) = keys_and_args(hit);
     let mut call = backend.scripts.hit.prepare_invoke();
     for key in &keys {
@@ -67,6 +84,36 @@ pub async fn run(backend: &Backend, hit: &HitRequest) -> Result<(HitReply, Durat
     spans::redis(&Span::current(), waited);
     let reply = reply.map_err(|e| StoreError::from_redis(&e))?;
     Ok((parse_reply(&reply)?, waited))
+}
+
+/// `SCRIPT LOAD` of `text`.
+pub fn script_load(text: &str) -> redis::Cmd {
+    let mut load = redis::cmd("SCRIPT");
+    load.arg("LOAD").arg(text);
+    load
+}
+
+/// The hit script's call for one validated hit, by its hash (a pipeline
+/// loads the script first).
+pub fn hit_cmd(backend: &Backend, hit: &HitRequest) -> redis::Cmd {
+    let (keys, args) = keys_and_args(hit);
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(backend.scripts.hit.get_hash())
+        .arg(keys.len())
+        .arg(&keys)
+        .arg(&args);
+    cmd
+}
+
+/// A hit's answer from the hit script's reply.
+pub fn answer_of(reply: Once) -> Result<HitReply, StoreError> {
+    match reply? {
+        Value::Array(reply) => parse_reply(&reply),
+        Value::ServerError(e) => Err(StoreError::Internal(format!("hit script: {e:?}"))),
+        other => Err(StoreError::Internal(format!(
+            "unexpected hit script reply {other:?}"
+        ))),
+    }
 }
 
 /// The hit script's KEYS and ARGV for one validated hit (see `hit.lua`).

@@ -7,8 +7,8 @@
 //! that lost its script cache (restart, `SCRIPT FLUSH`) runs the batch all
 //! the same: no hit is ever sent twice, as a hit is not idempotent.
 
-use super::hit::{keys_and_args, parse_reply, result_of};
-use super::{budget, count, json, read_json, within, Reply, Shared};
+use super::hit::{answer_of, hit_cmd, result_of, script_load};
+use super::{budget, count, json, read_json, resend_deadline, within, Reply, Shared};
 use crate::backend::{Backend, Node};
 use crate::errors::StoreError;
 use crate::keys;
@@ -68,8 +68,9 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
         shared.backend.conn()?;
         let backend = Arc::clone(&shared.backend);
         let settle_count = settles.len();
+        let deadline = resend_deadline(budget);
         let (answered, settles_ok) = within(shared, "hits", budget, async move {
-            Ok(execute(backend, valid, settles).await)
+            Ok(execute(backend, valid, settles, deadline).await)
         })
         .await?;
         for (i, answer) in failed_as_a_whole(answered)? {
@@ -128,6 +129,7 @@ async fn execute(
     backend: Arc<Backend>,
     hits: Vec<Item>,
     settles: Vec<SettleOp>,
+    deadline: Instant,
 ) -> (Vec<(usize, Answered)>, bool) {
     let mut by_node: HashMap<Node, NodeWork> = HashMap::new();
     for (i, hit, span) in hits {
@@ -142,7 +144,7 @@ async fn execute(
     let mut sends = JoinSet::new();
     for (node, (group, ops)) in by_node {
         let backend = Arc::clone(&backend);
-        let send = async move { send(&backend, &node, group, &ops).await };
+        let send = async move { send(&backend, &node, group, &ops, deadline).await };
         sends.spawn(send.in_current_span());
     }
     let mut out = Vec::new();
@@ -169,105 +171,44 @@ async fn execute(
 /// One pipeline to `node`: `SCRIPT LOAD` of the hit script (and of the
 /// settle script, with settle operations among `ops`), one EVALSHA per hit, then
 /// the settle operations. Each hit gets its own reply, or its own error;
-/// the settle operations succeed or fail together. Third: how long the
-/// pipeline waited for Redis, recorded on each hit's span with its result.
+/// a hit a Cluster node did not run (a slot moving) is sent again to where
+/// the Cluster says, by itself, until `deadline` (see `Backend::run_once`).
+/// Second: whether every settle operation was applied. Third: how long the
+/// pipelines waited for Redis, recorded on each hit's span with its result.
 async fn send(
     backend: &Backend,
     node: &Node,
     group: Vec<Item>,
     ops: &[SettleOp],
+    deadline: Instant,
 ) -> (Vec<(usize, Answered)>, bool, Duration) {
-    let mut pipe = redis::pipe();
-    pipe.cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(&backend.scripts.hit_text);
-    let settles = !ops.is_empty();
-    if settles {
-        pipe.cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(backend.scripts.settle_text);
+    let mut loads = vec![script_load(backend.scripts.hit_text.as_str())];
+    if !ops.is_empty() {
+        loads.push(script_load(backend.scripts.settle_text));
     }
-    let loads = 1 + usize::from(settles);
-    let sha = backend.scripts.hit.get_hash();
-    for (_, hit, _) in &group {
-        let (keys, args) = keys_and_args(hit);
-        pipe.cmd("EVALSHA")
-            .arg(sha)
-            .arg(keys.len())
-            .arg(&keys)
-            .arg(&args);
-    }
-    for op in ops {
-        crate::batcher::push_op(&mut pipe, backend, op);
-    }
-    let expected = loads + group.len() + ops.len();
-    let started = Instant::now();
-    let result = backend.send_pipeline_values(node, &pipe, expected).await;
-    let waited = started.elapsed();
-    let values = match result {
-        Ok(values) if values.len() == expected => values,
-        Ok(values) => {
-            let e = format!("{} replies to {expected} commands", values.len());
-            return (
-                every(group, waited, || StoreError::Internal(e.clone())),
-                false,
-                waited,
-            );
-        }
-        Err(e) => {
-            if matches!(e.kind(), redis::ErrorKind::Moved | redis::ErrorKind::Ask) {
-                backend.refresh_slots().await;
-            } else {
-                tracing::debug!("hits pipeline on {node:?}: {e}");
-            }
-            return (
-                every(group, waited, || StoreError::from_redis(&e)),
-                false,
-                waited,
-            );
-        }
-    };
-    let mut values = values.into_iter().skip(loads);
+    let mut cmds: Vec<redis::Cmd> = group
+        .iter()
+        .map(|(_, hit, _)| hit_cmd(backend, hit))
+        .collect();
+    cmds.extend(ops.iter().map(|op| crate::batcher::op_cmd(backend, op)));
+    let (replies, waited) = backend.run_once(node, &loads, &cmds, deadline).await;
+    let mut replies = replies.into_iter();
     let mut answers = Vec::with_capacity(group.len());
-    let mut moved = false;
     for (i, _, span) in group {
-        let answer = match values.next() {
-            Some(Value::Array(reply)) => parse_reply(&reply),
-            Some(Value::ServerError(e)) if matches!(e.code(), "MOVED" | "ASK") => {
-                moved = true;
-                Err(StoreError::RedisUnavailable(
-                    "Cluster slots are moving".into(),
-                ))
-            }
-            Some(Value::ServerError(e)) => Err(StoreError::Internal(format!("hit script: {e:?}"))),
-            other => Err(StoreError::Internal(format!(
-                "unexpected hit script reply {other:?}"
-            ))),
-        };
+        let answer = replies.next().map_or_else(
+            || Err(StoreError::Internal("a hit had no reply".into())),
+            answer_of,
+        );
         note(&span, &answer, waited);
         answers.push((i, answer));
     }
-    let settled: Vec<Value> = values.collect();
-    let settles_ok = settled.iter().all(|v| !matches!(v, Value::ServerError(_)));
-    if moved {
-        backend.refresh_slots().await;
-    }
+    let settled: Vec<Value> = replies.map_while(Result::ok).collect();
+    let settles_ok =
+        settled.len() == ops.len() && settled.iter().all(|v| !matches!(v, Value::ServerError(_)));
     if settles_ok {
         crate::batcher::count_outcomes(backend, ops, &settled);
     }
     (answers, settles_ok, waited)
-}
-
-/// Every hit of `group` failed with `e` after `waited`.
-fn every(group: Vec<Item>, waited: Duration, e: impl Fn() -> StoreError) -> Vec<(usize, Answered)> {
-    group
-        .into_iter()
-        .map(|(i, _, span)| {
-            let answer = Err(e());
-            note(&span, &answer, waited);
-            (i, answer)
-        })
-        .collect()
 }
 
 /// Records a hit's result and its pipeline's wait for Redis on its span.

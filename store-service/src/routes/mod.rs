@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tracing::{Instrument, Span};
 
 /// Largest hit, hits or reset body read (1 MiB): a legal hit is a few
@@ -266,6 +266,14 @@ const LATE_WATCH: Duration = Duration::from_secs(30);
 /// and its proxy) and a script the caller no longer waits for is rare.
 pub fn deadline(budget: Duration) -> Duration {
     budget.saturating_sub(MAX_MARGIN.min(budget / 5))
+}
+
+/// The last moment a hit a Redis Cluster did not run (a slot moving) may be
+/// sent again: a tenth of [`deadline`] (at most [`MAX_MARGIN`]) before it,
+/// so the hits that ran are still answered in time.
+pub fn resend_deadline(budget: Duration) -> Instant {
+    let last = deadline(budget);
+    Instant::now() + last.saturating_sub(MAX_MARGIN.min(last / 10))
 }
 
 /// Runs `work` within [`deadline`]`(budget)`: past it the caller is answered

@@ -1,0 +1,318 @@
+//! Commands that must run at most once (hits: a hit is not idempotent),
+//! sent in one pipeline and, on a Cluster, followed where the Cluster sends
+//! them: a command answered `MOVED`, `ASK` or `TRYAGAIN` did not run on that
+//! node, so it alone is sent again, to the node named (after `ASKING` for
+//! `ASK`, after a short pause for `TRYAGAIN`), until it runs, the rounds run
+//! out or the caller's deadline comes. A command whose pipeline failed in
+//! flight is never sent again: it may have run.
+
+use super::direct::Addr;
+use super::{Backend, Node};
+use crate::errors::StoreError;
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Pipeline, Value};
+use std::time::{Duration, Instant};
+
+/// A command's last reply (an error reply among them, as
+/// `Value::ServerError`), or why it has none.
+pub type Once = Result<Value, StoreError>;
+
+/// How many rounds may follow a `MOVED` or `ASK`: a redirect loop (two
+/// nodes that disagree during a reshard) ends here.
+pub const MAX_HOPS: usize = 5;
+
+/// The first pause before a command answered `TRYAGAIN` (a multi-key
+/// command on a slot whose keys are moving) is sent again; each next pause
+/// doubles, up to [`TRYAGAIN_PAUSE_MAX`], until the deadline.
+pub const TRYAGAIN_PAUSE: Duration = Duration::from_millis(2);
+pub const TRYAGAIN_PAUSE_MAX: Duration = Duration::from_millis(16);
+
+/// Where a command goes next, and why it went there.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Next {
+    /// Ran (or failed for good): this is its reply.
+    Done,
+    /// `MOVED`: the slot now lives at this node.
+    Moved(u16, Addr),
+    /// `ASK`: this one command goes to this node, after `ASKING`.
+    Ask(Addr),
+    /// `TRYAGAIN`: the same node, after a pause.
+    TryAgain,
+}
+
+/// What a reply asks of its command.
+pub fn next(reply: &Value) -> Next {
+    let Value::ServerError(e) = reply else {
+        return Next::Done;
+    };
+    let redirect = || e.details().and_then(Addr::of_redirect);
+    match e.code() {
+        "MOVED" => redirect().map_or(Next::Done, |(slot, addr)| Next::Moved(slot, addr)),
+        "ASK" => redirect().map_or(Next::Done, |(_, addr)| Next::Ask(addr)),
+        "TRYAGAIN" => Next::TryAgain,
+        _ => Next::Done,
+    }
+}
+
+/// Where one round sends a command.
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct Target {
+    node: Node,
+    asking: bool,
+}
+
+impl Backend {
+    /// Runs each of `cmds` at most once on `node`, each after `loads`
+    /// (commands whose replies are dropped, such as `SCRIPT LOAD`, sent again
+    /// on every node a round goes to), following the Cluster's redirects
+    /// until `deadline`. One reply per command, in order; second, how long
+    /// the rounds waited for Redis.
+    pub async fn run_once(
+        &self,
+        node: &Node,
+        loads: &[Cmd],
+        cmds: &[Cmd],
+        deadline: Instant,
+    ) -> (Vec<Once>, Duration) {
+        let mut replies: Vec<Option<Once>> = (0..cmds.len()).map(|_| None).collect();
+        let first = Target {
+            node: node.clone(),
+            asking: false,
+        };
+        let mut todo: Vec<(usize, Target)> = (0..cmds.len()).map(|i| (i, first.clone())).collect();
+        let mut waited = Duration::ZERO;
+        let mut last_refusal: Option<String> = None;
+        let (mut hops, mut pause_for, mut sent) = (0, TRYAGAIN_PAUSE, false);
+        // Each round either follows a redirect (at most MAX_HOPS), pauses
+        // (until the deadline) or leaves nothing to send.
+        while !todo.is_empty() && hops <= MAX_HOPS && !(sent && Instant::now() >= deadline) {
+            sent = true;
+            let mut again = Vec::new();
+            let (mut pause, mut hopped) = (false, false);
+            let mut targets: Vec<Target> = Vec::new();
+            for (_, t) in &todo {
+                if !targets.contains(t) {
+                    targets.push(t.clone());
+                }
+            }
+            for target in targets {
+                let group: Vec<usize> = todo
+                    .iter()
+                    .filter(|(_, t)| *t == target)
+                    .map(|(i, _)| *i)
+                    .collect();
+                let started = Instant::now();
+                let sent = self
+                    .send_round(&target, loads, cmds, &group, deadline)
+                    .await;
+                waited += started.elapsed();
+                match sent {
+                    Ok(values) => {
+                        for (i, value) in group.into_iter().zip(values) {
+                            match next(&value) {
+                                Next::Done => replies[i] = Some(Ok(value)),
+                                Next::Moved(slot, addr) => {
+                                    self.metrics.redirects.with_label_values(&["moved"]).inc();
+                                    self.moved(slot, &addr);
+                                    hopped = true;
+                                    last_refusal = Some(format!("slot {slot} moved"));
+                                    let node = Node::Master(addr);
+                                    again.push((
+                                        i,
+                                        Target {
+                                            node,
+                                            asking: false,
+                                        },
+                                    ));
+                                }
+                                Next::Ask(addr) => {
+                                    self.metrics.redirects.with_label_values(&["ask"]).inc();
+                                    hopped = true;
+                                    last_refusal = Some("a slot is migrating".into());
+                                    let node = Node::Master(addr);
+                                    again.push((i, Target { node, asking: true }));
+                                }
+                                Next::TryAgain => {
+                                    self.metrics
+                                        .redirects
+                                        .with_label_values(&["tryagain"])
+                                        .inc();
+                                    pause = true;
+                                    last_refusal = Some("a slot's keys are moving".into());
+                                    again.push((i, target.clone()));
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        for i in group {
+                            replies[i] = Some(Err(copy(&e)));
+                        }
+                    }
+                }
+            }
+            todo = again;
+            hops += usize::from(hopped);
+            if pause && !todo.is_empty() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                tokio::time::sleep(pause_for.min(left)).await;
+                pause_for = (pause_for * 2).min(TRYAGAIN_PAUSE_MAX);
+            }
+        }
+        if !todo.is_empty() {
+            self.metrics.redirects_unfinished.inc_by(todo.len() as u64);
+        }
+        let why = last_refusal.unwrap_or_default();
+        let replies = replies
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| {
+                    Err(StoreError::RedisUnavailable(format!(
+                        "Cluster redirects did not end in time: {why}"
+                    )))
+                })
+            })
+            .collect();
+        (replies, waited)
+    }
+
+    /// One pipeline: `loads`, then the commands of `group` (each after
+    /// `ASKING` when the target asks it), to the target's node, within
+    /// `deadline`. The replies of the commands of `group`, in order.
+    async fn send_round(
+        &self,
+        target: &Target,
+        loads: &[Cmd],
+        cmds: &[Cmd],
+        group: &[usize],
+        deadline: Instant,
+    ) -> Result<Vec<Value>, StoreError> {
+        let mut pipe = Pipeline::new();
+        for load in loads {
+            pipe.add_command(load.clone());
+        }
+        for &i in group {
+            if target.asking {
+                pipe.cmd("ASKING");
+            }
+            pipe.add_command(cmds[i].clone());
+        }
+        let per = 1 + usize::from(target.asking);
+        let expected = loads.len() + group.len() * per;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let budget_ms = left.as_millis() as u64;
+        self.metrics.pipeline_round_trips.inc();
+        let sent = tokio::time::timeout(left, self.send_to(&target.node, &pipe, expected, left));
+        let started = Instant::now();
+        let result = sent.await;
+        self.metrics
+            .redis_seconds
+            .observe(started.elapsed().as_secs_f64());
+        let values = match result {
+            Err(_) => return Err(StoreError::Timeout { budget_ms }),
+            Ok(Err(e)) => {
+                if let Node::Master(addr) = &target.node {
+                    self.direct.forget(addr);
+                }
+                // A master gone (failover): the map is read again at once.
+                self.slots_stale();
+                return Err(StoreError::from_redis(&e));
+            }
+            Ok(Ok(values)) if values.len() == expected => values,
+            Ok(Ok(values)) => {
+                return Err(StoreError::Internal(format!(
+                    "{} replies to {expected} commands",
+                    values.len()
+                )))
+            }
+        };
+        Ok(values
+            .into_iter()
+            .skip(loads.len())
+            .skip(per - 1)
+            .step_by(per)
+            .collect())
+    }
+
+    /// Sends `pipe` to `node` once: the single Redis's connection, or a
+    /// master's own connection (opened within `limit`).
+    async fn send_to(
+        &self,
+        node: &Node,
+        pipe: &Pipeline,
+        count: usize,
+        limit: Duration,
+    ) -> redis::RedisResult<Vec<Value>> {
+        match node {
+            Node::Master(addr) => {
+                let mut conn = self.direct.get(addr, limit).await?;
+                conn.req_packed_commands(pipe, 0, count).await
+            }
+            Node::Slot(slot) => Err(redis::RedisError::from((
+                redis::ErrorKind::ClusterDown,
+                "no master known for the slot",
+                slot.to_string(),
+            ))),
+            Node::Single => {
+                let mut conn = self
+                    .conn()
+                    .map_err(|e| redis::RedisError::from(std::io::Error::other(e.to_string())))?;
+                conn.req_packed_commands(pipe, 0, count).await
+            }
+        }
+    }
+}
+
+/// The same failure for each command of a failed round.
+fn copy(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Timeout { budget_ms } => StoreError::Timeout {
+            budget_ms: *budget_ms,
+        },
+        StoreError::RedisUnavailable(why) => StoreError::RedisUnavailable(why.clone()),
+        other => StoreError::Internal(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error reply `-CODE detail` as Redis writes it.
+    fn error(code: &str, detail: &str) -> Value {
+        let wire = format!("-{code} {detail}\r\n");
+        let value = redis::parse_redis_value(wire.as_bytes()).expect("an error reply");
+        assert!(matches!(value, Value::ServerError(_)), "{value:?}");
+        value
+    }
+
+    #[test]
+    fn only_a_command_the_cluster_did_not_run_goes_again() {
+        let addr = Addr {
+            host: "127.0.0.1".into(),
+            port: 7002,
+        };
+        assert_eq!(
+            next(&error("MOVED", "3999 127.0.0.1:7002")),
+            Next::Moved(3999, addr.clone())
+        );
+        assert_eq!(next(&error("ASK", "3999 127.0.0.1:7002")), Next::Ask(addr));
+        assert_eq!(
+            next(&error(
+                "TRYAGAIN",
+                "Multiple keys request during rehashing of slot"
+            )),
+            Next::TryAgain
+        );
+        // Ran, or failed in a way another node would not mend: its reply stands.
+        for done in [
+            Value::Array(vec![Value::Int(1)]),
+            error("ERR", "user_script:1: boom"),
+            error("CLUSTERDOWN", "The cluster is down"),
+            error("MOVED", "garbled"),
+            error("ASK", ""),
+        ] {
+            assert_eq!(next(&done), Next::Done, "{done:?}");
+        }
+    }
+}
