@@ -137,6 +137,16 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
         .last()
         .map_or(0.0, |s| s.fallback_sum - fallbacks_at_close)
         .max(0.0) as u64;
+    let fallbacks_at_heal = run
+        .samples
+        .iter()
+        .find(|s| s.at >= run.heal_at)
+        .map_or(0.0, |s| s.fallback_sum);
+    let fallbacks_after_heal = run
+        .samples
+        .last()
+        .map_or(0.0, |s| s.fallback_sum - fallbacks_at_heal)
+        .max(0.0) as u64;
     let acked_events = run.outcome.acknowledged.iter().filter(|a| **a).count() as u64;
     let window = run.heal_at.saturating_sub(plan.fault_at);
     Row {
@@ -172,6 +182,7 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
         resume_after_heal_ms: resume_ms,
         breaker_closed_after_heal_ms: breaker_closed_ms,
         fallbacks_after_close,
+        fallbacks_after_heal,
         resume_bound_ms: fault
             .heals_at_once()
             .then(|| resume_bound_ms(BREAKER_OPEN_MS, TIMEOUT_MS, SAMPLE_EVERY.as_millis() as u64)),

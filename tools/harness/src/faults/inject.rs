@@ -1,6 +1,8 @@
 //! Breaking what a row's fault breaks, mid-run, and healing it.
 
-use super::cluster::{busiest_master, busiest_slot, migrate_keys, wait_cluster_ok};
+use super::cluster::{
+    busiest_master, busiest_slot, hand_over, migrate_keys, reshard, start_moving, wait_cluster_ok,
+};
 use super::fleet::{row_config, FaultFleet, STORE_ARGS, TIMEOUT_MS};
 use super::scenario::Fault;
 use ankusa_testkit::envoy::Edge;
@@ -63,30 +65,21 @@ pub(super) fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicB
                 .push(format!("master :{port} ({keys} keys) killed"));
         }
         Fault::ClusterSlotMigration => {
-            let src = busiest_master(fleet.cluster());
-            let slot = busiest_slot(src);
-            let dst = fleet
-                .cluster()
-                .masters()
-                .iter()
-                .map(|n| n.port)
-                .find(|p| *p != src)
-                .unwrap_or(src);
-            let (src_id, dst_id) = (
-                cli(src, &["CLUSTER", "MYID"]),
-                cli(dst, &["CLUSTER", "MYID"]),
-            );
-            let slot_text = slot.to_string();
-            cli(
-                dst,
-                &["CLUSTER", "SETSLOT", &slot_text, "IMPORTING", &src_id],
-            );
-            cli(
-                src,
-                &["CLUSTER", "SETSLOT", &slot_text, "MIGRATING", &dst_id],
-            );
-            // Half the keys now: the store finds some here, is sent to the target for the rest (ASK).
-            let moved = migrate_keys(slot, src, dst, Some(0.5));
+            let (slot, src, dst) = busiest_slot_and_target(fleet);
+            let (moved, took) = reshard(fleet.cluster(), slot, src, dst);
+            fleet.notes.push(format!(
+                "slot {slot} resharded :{src}→:{dst} under traffic ({moved} keys, {} ms)",
+                took.as_millis()
+            ));
+            fleet.migration = Some((slot, src, dst));
+        }
+        Fault::ClusterSlotMigrationStalled => {
+            let (slot, src, dst) = busiest_slot_and_target(fleet);
+            start_moving(slot, src, dst);
+            // Half the keys now, and the reshard stops there: the store finds
+            // some here, is sent to the target for the rest (ASK), and Redis
+            // answers a hit whose keys are split TRYAGAIN.
+            let moved = migrate_keys(slot, src, dst, Some(0.5), 100);
             fleet.notes.push(format!(
                 "slot {slot} set migrating :{src}→:{dst}, {moved} keys moved"
             ));
@@ -106,6 +99,19 @@ pub(super) fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicB
             }
         }
     }
+}
+
+/// The busiest master's busiest slot, and another master to move it to.
+fn busiest_slot_and_target(fleet: &FaultFleet) -> (u16, u16, u16) {
+    let src = busiest_master(fleet.cluster());
+    let dst = fleet
+        .cluster()
+        .masters()
+        .iter()
+        .map(|n| n.port)
+        .find(|p| *p != src)
+        .unwrap_or(src);
+    (busiest_slot(src), src, dst)
 }
 
 /// Heals what [`inject`] broke.
@@ -167,15 +173,20 @@ pub(super) fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBoo
         }
         Fault::ClusterSlotMigration => {
             if let Some((slot, src, dst)) = fleet.migration.take() {
-                let moved = migrate_keys(slot, src, dst, None);
+                let (moved, took) = reshard(fleet.cluster(), slot, dst, src);
+                fleet.notes.push(format!(
+                    "at heal moved back ({moved} keys, {} ms)",
+                    took.as_millis()
+                ));
+            }
+        }
+        Fault::ClusterSlotMigrationStalled => {
+            if let Some((slot, src, dst)) = fleet.migration.take() {
+                let moved = migrate_keys(slot, src, dst, None, 100);
+                hand_over(fleet.cluster(), slot, dst);
                 fleet.notes.push(format!(
                     "at heal the other {moved} keys moved and the slot given to :{dst}"
                 ));
-                let dst_id = cli(dst, &["CLUSTER", "MYID"]);
-                let slot_text = slot.to_string();
-                for node in fleet.cluster().masters() {
-                    node.cli(&["CLUSTER", "SETSLOT", &slot_text, "NODE", &dst_id]);
-                }
             }
         }
         Fault::RedisFlushall | Fault::ConfigReload => {}

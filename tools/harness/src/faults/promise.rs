@@ -90,6 +90,26 @@ impl Row {
                 self.fault, self.fallbacks, self.deliveries
             ));
         }
+        // A slot moving is followed by the store (each hit a node did not
+        // run is sent where the Cluster says): at most 1 hook in 100 falls back.
+        if self.fault == Fault::ClusterSlotMigration.name()
+            && self.fallbacks * 100 > self.deliveries
+        {
+            return Some(format!(
+                "{}: {} of {} hooks fell back while a slot moved (at most 1 in 100 may)",
+                self.fault, self.fallbacks, self.deliveries
+            ));
+        }
+        // Once a replica has taken over, the store finds it: fall-backs stop
+        // with the heal.
+        if self.fault == Fault::ClusterFailover.name()
+            && self.fallbacks_after_heal * 100 > self.deliveries
+        {
+            return Some(format!(
+                "{}: {} of {} hooks fell back after the replica had taken over (at most 1 in 100 may)",
+                self.fault, self.fallbacks_after_heal, self.deliveries
+            ));
+        }
         if let Some(bound) = self.resume_bound_ms {
             if self.breaker_closed_after_heal_ms > bound {
                 return Some(format!(

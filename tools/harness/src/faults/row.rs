@@ -95,6 +95,9 @@ pub struct Row {
     /// budget) with the breaker closed.
     #[serde(default)]
     pub fallbacks_after_close: u64,
+    /// Fall-backs from the heal to the end of the row.
+    #[serde(default)]
+    pub fallbacks_after_heal: u64,
     /// The most `breaker_closed_after_heal_ms` may be, for a fault whose heal
     /// is whole at once: the breaker's open time plus a probe (see
     /// [`super::promise::resume_bound_ms`]).

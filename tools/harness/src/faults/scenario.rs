@@ -44,14 +44,20 @@ pub enum Fault {
     /// Redis Cluster: the busiest master SIGKILLed; at heal its replica takes
     /// over (`CLUSTER FAILOVER TAKEOVER`).
     ClusterFailover,
-    /// Redis Cluster: the busiest slot set migrating to another master and
-    /// half its keys moved (the store meets `ASK`); at heal the rest moved and
-    /// the slot given to the new master (the store meets `MOVED`).
+    /// Redis Cluster: the busiest slot resharded to another master under
+    /// traffic, as `redis-cli --cluster reshard` does (keys ten at a time,
+    /// then handed over: the store meets `ASK`, `TRYAGAIN`, then `MOVED`);
+    /// at heal moved back the same way.
     ClusterSlotMigration,
+    /// Redis Cluster: a reshard that stopped half-way (its tool died): the
+    /// busiest slot left migrating with half its keys moved for the whole
+    /// fault (Redis answers a hit whose keys are split `TRYAGAIN`); at heal
+    /// the rest moved and the slot handed over.
+    ClusterSlotMigrationStalled,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 19] = [
+    pub const ALL: [Fault; 20] = [
         Fault::StoreKilled,
         Fault::StoreFrozen,
         Fault::StoreBlackholed,
@@ -71,6 +77,7 @@ impl Fault {
         Fault::SettleOverflow,
         Fault::ClusterFailover,
         Fault::ClusterSlotMigration,
+        Fault::ClusterSlotMigrationStalled,
     ];
 
     pub fn name(self) -> &'static str {
@@ -94,6 +101,7 @@ impl Fault {
             Fault::SettleOverflow => "settle-queue-overflow",
             Fault::ClusterFailover => "cluster-master-killed-replica-promoted",
             Fault::ClusterSlotMigration => "cluster-slot-migrated",
+            Fault::ClusterSlotMigrationStalled => "cluster-slot-migration-stalled",
         }
     }
 
@@ -108,7 +116,12 @@ impl Fault {
 
     /// Whether the row runs against a Redis Cluster (with replicas).
     pub fn on_cluster(self) -> bool {
-        matches!(self, Fault::ClusterFailover | Fault::ClusterSlotMigration)
+        matches!(
+            self,
+            Fault::ClusterFailover
+                | Fault::ClusterSlotMigration
+                | Fault::ClusterSlotMigrationStalled
+        )
     }
 
     /// Whether the store's place is whole again the moment the fault heals

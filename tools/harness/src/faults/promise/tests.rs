@@ -84,3 +84,37 @@ fn a_store_proxy_at_its_bound_fails_the_row() {
     let broken = refused.broken_promise().expect("the proxy was measured");
     assert!(broken.contains("closed 3 connections"), "{broken}");
 }
+
+#[test]
+fn a_moving_slot_may_cost_one_hook_in_a_hundred_and_a_failover_nothing_after_its_heal() {
+    let migrated = |fallbacks: u64| {
+        row(serde_json::json!({
+            "fault": "cluster-slot-migrated", "deliveries": 1000, "fallbacks": fallbacks
+        }))
+        .broken_promise()
+    };
+    assert_eq!(migrated(10), None);
+    let broken = migrated(11).expect("over 1 in 100");
+    assert!(
+        broken.contains("11 of 1000 hooks fell back while a slot moved"),
+        "{broken}"
+    );
+    let failover = |after_heal: u64| {
+        row(serde_json::json!({
+            "fault": "cluster-master-killed-replica-promoted", "deliveries": 1000,
+            "fallbacks": 300, "fallbacks_after_heal": after_heal
+        }))
+        .broken_promise()
+    };
+    assert_eq!(failover(10), None);
+    let broken = failover(11).expect("over 1 in 100 after the heal");
+    assert!(
+        broken.contains("after the replica had taken over"),
+        "{broken}"
+    );
+    // A stalled reshard falls back on the tenant whose slot is split: no bound.
+    let stalled = row(serde_json::json!({
+        "fault": "cluster-slot-migration-stalled", "deliveries": 1000, "fallbacks": 300
+    }));
+    assert_eq!(stalled.broken_promise(), None);
+}
