@@ -2,6 +2,8 @@
 //! busiest, moving a slot's keys, waiting for the cluster to settle.
 
 use ankusa_testkit::redis::{cli, RedisCluster};
+use std::io::Write;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The master (port) holding the most keys.
@@ -70,44 +72,75 @@ pub(super) fn reshard(cluster: &RedisCluster, slot: u16, src: u16, dst: u16) -> 
 }
 
 /// Moves `share` of `slot`'s keys (all when `None`) from `src` to `dst` with
-/// `MIGRATE`, `batch` keys at a time; how many it moved.
-pub(super) fn migrate_keys(slot: u16, src: u16, dst: u16, share: Option<f64>, batch: u64) -> u64 {
-    let mut moved = 0;
+/// `MIGRATE`, `batch` keys a command, the commands sent one after the other
+/// on one connection (as a reshard tool does); how many it moved. Keys
+/// written meanwhile are picked up by another pass, up to five.
+pub(super) fn migrate_keys(slot: u16, src: u16, dst: u16, share: Option<f64>, batch: usize) -> u64 {
     let slot_text = slot.to_string();
     let count = cli(src, &["CLUSTER", "COUNTKEYSINSLOT", &slot_text])
         .parse::<u64>()
         .unwrap_or(0);
     let mut left = share.map_or(u64::MAX, |s| (count as f64 * s).ceil() as u64);
-    while left > 0 {
-        let take = left.min(batch).to_string();
-        let keys = cli(src, &["CLUSTER", "GETKEYSINSLOT", &slot_text, &take]);
-        let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
-        if keys.is_empty() {
-            return moved;
+    let mut moved = 0;
+    for _ in 0..5 {
+        if left == 0 {
+            break;
         }
-        let dst_text = dst.to_string();
-        let mut args = vec![
-            "MIGRATE",
-            "127.0.0.1",
-            &dst_text,
-            "",
-            "0",
-            "5000",
-            "REPLACE",
-            "KEYS",
-        ];
-        args.extend(keys.iter().copied());
-        let reply = cli(src, &args);
-        // NOKEY: the keys expired between listing and moving them.
-        if reply != "OK" && reply != "NOKEY" {
+        let listed = cli(src, &["CLUSTER", "GETKEYSINSLOT", &slot_text, "100000"]);
+        let keys: Vec<&str> = listed
+            .lines()
+            .filter(|k| !k.is_empty())
+            .take(usize::try_from(left).unwrap_or(usize::MAX))
+            .collect();
+        if keys.is_empty() {
+            break;
+        }
+        let commands: Vec<String> = keys
+            .chunks(batch.max(1))
+            .map(|chunk| {
+                let quoted: Vec<String> = chunk.iter().map(|k| format!("\"{k}\"")).collect();
+                format!(
+                    "MIGRATE 127.0.0.1 {dst} \"\" 0 5000 REPLACE KEYS {}",
+                    quoted.join(" ")
+                )
+            })
+            .collect();
+        let replies = cli_session(src, &commands);
+        if let Some(refused) = replies.iter().find(|r| *r != "OK" && *r != "NOKEY") {
             // Refused (the keys stay where they are): stop rather than retry forever.
-            eprintln!("MIGRATE of slot {slot} :{src}→:{dst} answered {reply:?}");
+            eprintln!("MIGRATE of slot {slot} :{src}→:{dst} answered {refused:?}");
             return moved;
         }
         moved += keys.len() as u64;
         left = left.saturating_sub(keys.len() as u64);
     }
     moved
+}
+
+/// Sends `commands` to `port` one after the other on one `redis-cli`
+/// connection (its standard input); one reply line each.
+fn cli_session(port: u16, commands: &[String]) -> Vec<String> {
+    let child = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else {
+        return vec!["cannot start redis-cli".into()];
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(commands.join("\n").as_bytes());
+        let _ = stdin.write_all(b"\n");
+    }
+    let out = child
+        .wait_with_output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    String::from_utf8_lossy(&out)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect()
 }
 
 /// Waits up to 20 s until every answering node says `cluster_state:ok`.

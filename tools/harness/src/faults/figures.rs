@@ -137,16 +137,9 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
         .last()
         .map_or(0.0, |s| s.fallback_sum - fallbacks_at_close)
         .max(0.0) as u64;
-    let fallbacks_at_heal = run
-        .samples
-        .iter()
-        .find(|s| s.at >= run.heal_at)
-        .map_or(0.0, |s| s.fallback_sum);
-    let fallbacks_after_heal = run
-        .samples
-        .last()
-        .map_or(0.0, |s| s.fallback_sum - fallbacks_at_heal)
-        .max(0.0) as u64;
+    let fallbacks_after_heal = fallbacks_after(run, run.heal_at);
+    let promoted_at = fleet.promoted_after.map(|after| plan.fault_at + after);
+    let fallbacks_once_owned = promoted_at.map(|at| fallbacks_after(run, at.min(run.heal_at)));
     let acked_events = run.outcome.acknowledged.iter().filter(|a| **a).count() as u64;
     let window = run.heal_at.saturating_sub(plan.fault_at);
     Row {
@@ -183,6 +176,8 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
         breaker_closed_after_heal_ms: breaker_closed_ms,
         fallbacks_after_close,
         fallbacks_after_heal,
+        promoted_s: promoted_at.map(|at| at.as_secs_f64()),
+        fallbacks_once_owned,
         resume_bound_ms: fault
             .heals_at_once()
             .then(|| resume_bound_ms(BREAKER_OPEN_MS, TIMEOUT_MS, SAMPLE_EVERY.as_millis() as u64)),
@@ -198,4 +193,17 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
                 .filter(|v| *v > 0.0),
         ),
     }
+}
+
+/// The fall-backs counted from the first sample at or after `at` to the end.
+fn fallbacks_after(run: &Run, at: Duration) -> u64 {
+    let from = run
+        .samples
+        .iter()
+        .find(|s| s.at >= at)
+        .map_or(0.0, |s| s.fallback_sum);
+    run.samples
+        .last()
+        .map_or(0.0, |s| s.fallback_sum - from)
+        .max(0.0) as u64
 }

@@ -51,6 +51,8 @@ pub struct FaultFleet {
     pub cluster: Option<RedisCluster>,
     /// A slot being migrated: (slot, source port, target port).
     pub(super) migration: Option<(u16, u16, u16)>,
+    /// How long after a master was killed its replica answered as master.
+    pub(super) promoted_after: Option<std::time::Duration>,
     /// What the fault and the heal did, in words, for the table.
     pub notes: Vec<String>,
     /// Keys a restarted Redis held when it answered again.
@@ -117,6 +119,7 @@ impl FaultFleet {
             redis,
             cluster,
             migration: None,
+            promoted_after: None,
             notes: Vec::new(),
             redis_keys_after_restart: None,
             store,

@@ -57,12 +57,37 @@ pub(super) fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicB
         Fault::ClusterFailover => {
             let port = busiest_master(fleet.cluster());
             let keys = cli(port, &["DBSIZE"]);
+            let replica = fleet
+                .cluster()
+                .nodes
+                .iter()
+                .find(|n| replica_of(n.port) == Some(port))
+                .map(|n| n.port);
             if let Some(node) = fleet.cluster().nodes.iter().find(|n| n.port == port) {
                 node.proc.signal("KILL");
             }
+            let killed = std::time::Instant::now();
             fleet
                 .notes
                 .push(format!("master :{port} ({keys} keys) killed"));
+            // Until the cluster promotes the replica (node timeout 2 s), no
+            // master owns the dead master's slots: the time it took is the
+            // part of the fault the store can do nothing about.
+            while let Some(replica) = replica {
+                if cli(replica, &["ROLE"]).starts_with("master") {
+                    let after = killed.elapsed();
+                    fleet.promoted_after = Some(after);
+                    fleet.notes.push(format!(
+                        "the cluster promoted its replica :{replica} {} ms later",
+                        after.as_millis()
+                    ));
+                    break;
+                }
+                if killed.elapsed() > PROMOTION_WAIT {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
         Fault::ClusterSlotMigration => {
             let (slot, src, dst) = busiest_slot_and_target(fleet);
@@ -99,6 +124,20 @@ pub(super) fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicB
             }
         }
     }
+}
+
+/// How long the failover row waits for the cluster to promote a replica
+/// before leaving it to the heal (`CLUSTER FAILOVER TAKEOVER`).
+const PROMOTION_WAIT: Duration = Duration::from_millis(4500);
+
+/// The port of the master `port` replicates, when it is a replica.
+fn replica_of(port: u16) -> Option<u16> {
+    let role = cli(port, &["ROLE"]);
+    let mut lines = role.lines();
+    if lines.next() != Some("slave") {
+        return None;
+    }
+    lines.nth(1).and_then(|p| p.trim().parse().ok())
 }
 
 /// The busiest master's busiest slot, and another master to move it to.
@@ -145,17 +184,13 @@ pub(super) fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBoo
             // The replica of the dead master: a node whose ROLE says slave and
             // whose master is not answering.
             let nodes = fleet.cluster.as_ref().map_or(&[][..], |c| &c.nodes[..]);
+            let mut took_over = false;
             for node in nodes {
-                let role = node.cli(&["ROLE"]);
-                let mut lines = role.lines();
-                if lines.next() != Some("slave") {
+                let Some(master_port) = replica_of(node.port) else {
                     continue;
-                }
-                let master_port: u16 = lines
-                    .nth(1)
-                    .and_then(|p| p.trim().parse().ok())
-                    .unwrap_or(0);
+                };
                 if cli(master_port, &["PING"]) != "PONG" {
+                    took_over = true;
                     node.cli(&["CLUSTER", "FAILOVER", "TAKEOVER"]);
                     fleet.notes.push(format!(
                         "at heal its replica :{} took over (CLUSTER FAILOVER TAKEOVER)",
@@ -163,7 +198,7 @@ pub(super) fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBoo
                     ));
                 }
             }
-            if fleet.notes.len() < 2 {
+            if !took_over && fleet.promoted_after.is_none() {
                 fleet.notes.push(
                     "its replica had already been promoted by the cluster (node timeout 2 s)"
                         .into(),

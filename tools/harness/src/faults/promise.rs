@@ -6,9 +6,17 @@ use super::row::Row;
 use super::scenario::Fault;
 
 /// How far over its quota the metered tenant may go in a row: 10 % and two
-/// hooks (a window's edges are the run's clock, not the store's).
-pub fn metered_limit(quota: u64) -> u64 {
-    quota + quota / 10 + 2
+/// hooks (a window's edges are the run's clock, not the store's), and one
+/// burst more where Redis loses the tenant's bucket (`loses_buckets`: a
+/// restart empty, a flush, a replica promoted without its master's last
+/// writes), as the bucket then starts full again.
+pub fn metered_limit(quota: u64, loses_buckets: bool) -> u64 {
+    let lost = if loses_buckets {
+        super::metered::BURST
+    } else {
+        0
+    };
+    quota + quota / 10 + 2 + lost
 }
 
 /// What a hook may spend at the edge beyond `fleet.timeout_ms` (Envoy's own
@@ -56,14 +64,13 @@ impl Row {
                 self.fault, self.store_proxy_refused
             ));
         }
-        if self.metered_quota > 0 && self.metered_admitted > metered_limit(self.metered_quota) {
+        let loses_buckets = Fault::from_name(&self.fault).is_some_and(Fault::loses_redis_keys);
+        let limit = metered_limit(self.metered_quota, loses_buckets);
+        if self.metered_quota > 0 && self.metered_admitted > limit {
             return Some(format!(
                 "{}: the fleet admitted {} hooks of the metered tenant during the fault, over its \
                  fleet quota for the window, {} (allowed {})",
-                self.fault,
-                self.metered_admitted,
-                self.metered_quota,
-                metered_limit(self.metered_quota)
+                self.fault, self.metered_admitted, self.metered_quota, limit
             ));
         }
         let budget = self.timeout_ms + BUDGET_MARGIN_MS;
@@ -101,13 +108,15 @@ impl Row {
             ));
         }
         // Once a replica has taken over, the store finds it: fall-backs stop
-        // with the heal.
-        if self.fault == Fault::ClusterFailover.name()
-            && self.fallbacks_after_heal * 100 > self.deliveries
-        {
+        // when a master owns every slot again (the promotion, or the heal).
+        let once_owned = self
+            .fallbacks_once_owned
+            .unwrap_or(self.fallbacks_after_heal);
+        if self.fault == Fault::ClusterFailover.name() && once_owned * 100 > self.deliveries {
             return Some(format!(
-                "{}: {} of {} hooks fell back after the replica had taken over (at most 1 in 100 may)",
-                self.fault, self.fallbacks_after_heal, self.deliveries
+                "{}: {once_owned} of {} hooks fell back after the replica had taken over \
+                 (at most 1 in 100 may)",
+                self.fault, self.deliveries
             ));
         }
         if let Some(bound) = self.resume_bound_ms {

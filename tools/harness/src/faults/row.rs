@@ -98,6 +98,13 @@ pub struct Row {
     /// Fall-backs from the heal to the end of the row.
     #[serde(default)]
     pub fallbacks_after_heal: u64,
+    /// When the cluster promoted the killed master's replica (s from the
+    /// start of traffic), and the fall-backs from then (or the heal, if
+    /// sooner) to the end: a master owned every slot again.
+    #[serde(default)]
+    pub promoted_s: Option<f64>,
+    #[serde(default)]
+    pub fallbacks_once_owned: Option<u64>,
     /// The most `breaker_closed_after_heal_ms` may be, for a fault whose heal
     /// is whole at once: the breaker's open time plus a probe (see
     /// [`super::promise::resume_bound_ms`]).

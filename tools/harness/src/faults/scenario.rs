@@ -142,10 +142,19 @@ impl Fault {
         )
     }
 
+    /// Whether Redis loses keys in this fault (buckets and claims): a restart
+    /// empty, a flush, a replica promoted without its master's last writes.
+    pub fn loses_redis_keys(self) -> bool {
+        matches!(
+            self,
+            Fault::RedisKilled | Fault::RedisFlushall | Fault::ClusterFailover
+        )
+    }
+
     /// Why this fault may store an event twice, when it may.
     pub fn duplicates_reason(self) -> &'static str {
         match self {
-            Fault::RedisKilled | Fault::RedisFlushall | Fault::ClusterFailover => {
+            f if f.loses_redis_keys() => {
                 "the dedupe window is gone with Redis's keys: a redelivery after the fault \
                  passes the edge, the intake's own index must catch it"
             }

@@ -21,6 +21,9 @@ impl Row {
                 self.fallbacks_after_close
             ));
         }
+        if let Some(n) = self.fallbacks_once_owned {
+            cell.push_str(&format!("; {n} fell back once a master owned every slot"));
+        }
         if self.store_errors_after_heal > 0 {
             cell.push_str(&format!(
                 "; the store failed {} hits itself after the heal",

@@ -118,3 +118,21 @@ fn a_moving_slot_may_cost_one_hook_in_a_hundred_and_a_failover_nothing_after_its
     }));
     assert_eq!(stalled.broken_promise(), None);
 }
+
+#[test]
+fn a_fault_that_loses_the_buckets_may_admit_one_burst_more() {
+    let admitted = |fault: &str, n: u64| {
+        row(serde_json::json!({
+            "fault": fault, "metered_quota": 120, "metered_admitted": n
+        }))
+        .broken_promise()
+    };
+    // 120 + 12 + 2, and one burst (20) where Redis lost the bucket.
+    assert_eq!(admitted("store-frozen", 134), None);
+    assert!(admitted("store-frozen", 135).is_some());
+    for lost in ["cluster-master-killed-replica-promoted", "redis-flushall"] {
+        assert_eq!(admitted(lost, 154), None, "{lost}");
+        let broken = admitted(lost, 155).expect("over the bound");
+        assert!(broken.contains("(allowed 154)"), "{broken}");
+    }
+}
