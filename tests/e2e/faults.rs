@@ -68,7 +68,6 @@ rows! {
 /// The slot with the run's keys really moved while traffic ran, and the
 /// store followed it (the row's promise: at most 1 hook in 100 fell back).
 #[test]
-#[ignore = "full fault suite: scripts/reliability.sh"]
 fn cluster_slot_migrated_mid_traffic() {
     let row = check(Fault::ClusterSlotMigration, false);
     let moved_mid_run = row
