@@ -248,11 +248,15 @@ impl Backend {
                 let mut conn = self.direct.get(addr, limit).await?;
                 conn.req_packed_commands(pipe, 0, count).await
             }
-            Node::Slot(slot) => Err(redis::RedisError::from((
-                redis::ErrorKind::ClusterDown,
-                "no master known for the slot",
-                slot.to_string(),
-            ))),
+            Node::Slot(slot) => {
+                // The map is empty or stale: read it again for the next call.
+                self.slots_stale();
+                Err(redis::RedisError::from((
+                    redis::ErrorKind::ClusterDown,
+                    "no master known for the slot",
+                    slot.to_string(),
+                )))
+            }
             Node::Single => {
                 let mut conn = self
                     .conn()
