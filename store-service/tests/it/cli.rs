@@ -84,6 +84,12 @@ fn threads_sets_the_worker_threads_and_a_bad_count_is_refused_naming_the_flag() 
             &redis,
             &[("ANKUSA_STORE_THREADS", threads)],
         );
+        // The runtime names its workers as each starts: wait for the count
+        // to reach the flag's (and show what it was if it never does).
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while workers(proc.pid()).to_string() != threads && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         assert_eq!(
             workers(proc.pid()).to_string(),
             threads,

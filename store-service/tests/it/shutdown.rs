@@ -1,6 +1,7 @@
 //! SIGTERM stops the binary cleanly, after flushing the settles it queued.
 
 use ankusa_testkit::http::request;
+use ankusa_testkit::metrics::metric_value;
 use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
@@ -50,8 +51,18 @@ fn sigterm_flushes_queued_settles_and_exits_0() {
         )
         .expect("settle answered")
     });
-    // Give the request time to arrive; the op then sits in the batcher's window.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Wait for the op to sit in the batcher's window (its queue gauge).
+    let metrics = store.url_of("/metrics");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        let text = request("GET", &metrics, &[], b"", Duration::from_secs(5))
+            .map(|r| r.text())
+            .unwrap_or_default();
+        if metric_value(&text, "ankusa_store_settle_queued_ops") >= 1.0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(
         redis.cli(&["GET", "ankusa:{acme}:claim:gh:k"]),
         "p:h1:edge-1",
