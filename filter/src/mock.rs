@@ -214,6 +214,15 @@ impl Host for Rc<MockHost> {
         self.settles.borrow_mut().push(item);
     }
 
+    fn take_riding(&self) -> Vec<Queued> {
+        let max = self.worker.config.fleet.settle_batch_max;
+        self.worker.held.borrow_mut().take(max)
+    }
+
+    fn riding_settled(&self, settles: Vec<Queued>, applied: bool) {
+        self.rode.borrow_mut().push((settles, applied));
+    }
+
     fn wake_root(&self, queue: u32) -> bool {
         self.wakes.borrow_mut().push(queue);
         true

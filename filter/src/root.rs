@@ -121,7 +121,7 @@ impl RootContext for Root {
             self.poller.tick(&rt);
         }
         if rt.config().uses_store() {
-            if rt.spill_due(crate::batch::busy(), crate::shared::now_us()) {
+            if rt.spill_due(crate::shared::now_us()) {
                 rt.spill();
             }
             self.drainer.tick(&rt);
