@@ -12,7 +12,7 @@ use ankusa_tools::load;
 
 /// A ratio of Envoy CPU per hook the goals bound: `num`/`den` at most `goal`.
 pub const GOALS: [(char, char, f64, &str); 2] = [
-    ('b', 'n', 1.15, "node scopes / no-op wasm filter"),
+    ('b', 'n', 1.20, "node scopes / no-op wasm filter"),
     ('c', 'f', 1.00, "fleet scopes / one-callout floor"),
 ];
 
