@@ -135,9 +135,9 @@ fn each_hook_gets_its_own_result() {
     assert_eq!(read(3).unwrap_err(), CallFailure::Status("503".into()));
 }
 
-#[test]
-fn settles_ride_on_a_batch_and_their_count_comes_back() {
-    let claim = Claim {
+/// A claim the settle operations of these tests settle.
+fn claim() -> Claim {
+    Claim {
         tenant: "acme".into(),
         source_id: "gh".into(),
         key: "k".into(),
@@ -145,7 +145,12 @@ fn settles_ride_on_a_batch_and_their_count_comes_back() {
         node: "edge-1".into(),
         ttl_ms: 1000,
         pending_ttl_ms: 100,
-    };
+    }
+}
+
+#[test]
+fn settles_ride_on_a_batch_and_their_count_comes_back() {
+    let claim = claim();
     let ops = vec![
         Queued {
             retries: 0,
@@ -360,17 +365,7 @@ fn the_root_is_woken_for_a_full_queue_or_when_no_call_would_send_the_waiting() {
 fn a_lone_hit_carrying_settles_goes_as_a_batch_of_one() {
     let ops = vec![Queued {
         retries: 0,
-        op: SettleOp::Release {
-            claim: Claim {
-                tenant: "acme".into(),
-                source_id: "gh".into(),
-                key: "k".into(),
-                hook_id: "h".into(),
-                node: "edge-1".into(),
-                ttl_ms: 1000,
-                pending_ttl_ms: 100,
-            },
-        },
+        op: SettleOp::Release { claim: claim() },
     }];
     let hit = br#"{"charges":[],"claim":null}"#.to_vec();
     assert_eq!(

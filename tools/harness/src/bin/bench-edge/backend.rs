@@ -3,7 +3,7 @@
 //! variant's total CPU per hook (Envoy + store + Redis) can be set beside
 //! another's loaded in the same seconds.
 
-use super::measure::cpu_seconds;
+use super::cpu::cpu_seconds;
 use ankusa_testkit::http;
 use ankusa_testkit::metrics::metric_value;
 use ankusa_testkit::redis::Redis;

@@ -36,14 +36,16 @@ use clap::{Parser, ValueEnum};
 use std::time::Duration;
 
 mod backend;
+mod cpu;
 mod hooks;
 mod measure;
 mod profile;
 mod report;
 mod variants;
 use backend::Backend;
+use cpu::clock_tick;
 use hooks::load_spec;
-use measure::{allowed_cpus, clock_tick, pin, Snapshot, Tally};
+use measure::{allowed_cpus, pin, Snapshot, Tally};
 use variants::Variant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

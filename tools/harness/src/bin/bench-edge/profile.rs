@@ -7,7 +7,7 @@
 //! `/proc` while it runs. With it, each Envoy's CPU while idle: what its
 //! timers (the filter's tick) cost with no hook to charge them to.
 
-use super::measure::cpu_seconds;
+use super::cpu::cpu_seconds;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
