@@ -35,9 +35,7 @@ impl Root {
             ticker: Ticker::default(),
         }
     }
-}
 
-impl Root {
     /// What waits on this root's ticks under `rt`.
     fn waiting(&self, rt: &Runtime) -> Waiting {
         Waiting {
