@@ -6,10 +6,13 @@
 # (c) fleet scopes (release ankusa-store, real Redis) and (o) fleet scopes
 # with the store down and the breaker open. Every Envoy has one worker pinned
 # to CPU 0, everything else runs on CPU 1; Envoy CPU per hook comes from
-# /proc. Two modes: sequential (one Envoy at a time, rounds in alternating
-# order) and concurrent (every Envoy loaded at once on CPU 0: ratios taken in
-# the same moment). Prints rates, latencies, CPU per hook, and the ratios
-# beside the goals. A benchmark, not a test.
+# /proc. Every variant that calls a store (the floor, fleet scopes) has its
+# own ankusa-store and Redis, so their CPU per hook is that variant's too:
+# the total column is Envoy + store + Redis per hook. Two modes: sequential
+# (one Envoy at a time, rounds in alternating order) and concurrent (every
+# Envoy loaded at once on CPU 0: ratios taken in the same moment). Prints
+# rates, latencies, CPU per hook, and the ratios beside the goals. A
+# benchmark, not a test.
 #
 #   scripts/bench-edge.sh                      # both modes, 32 clients, 3 rounds of 3 s
 #   MODE=concurrent ROUNDS=5 scripts/bench-edge.sh
@@ -18,6 +21,12 @@
 #       # before/after: (B) and (C) run another filter build (e.g. an older
 #       # commit's, built with `cargo build -p ankusa-filter --target
 #       # wasm32-wasip1 --release` in a worktree) beside (b) and (c)
+#   BASELINE_WASM=old.wasm MODE=concurrent PER_ENVOY=1,4,32 ONLY=nfbcBC scripts/bench-edge.sh
+#       # low load and high: every variant at 1 client per Envoy, then at 4,
+#       # then at 32 (PER_ENVOY overrides CLIENTS' even split)
+#   PERF_DIR=/tmp/prof MODE=concurrent PER_ENVOY=1,4,32 ONLY=nfc ROUNDS=2 scripts/bench-edge.sh
+#       # and `perf record` on the Envoys' core during each load: each
+#       # Envoy's CPU per hook split into Envoy code, kernel, V8 code, libc
 #
 # Every process (Redis, ankusa-store, the intake, the Envoys) is started by
 # bench-edge on free loopback ports and stopped by PID when it ends, fails or
@@ -26,6 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CLIENTS=${CLIENTS:-32}
+PER_ENVOY=${PER_ENVOY:-}
 SECONDS_RUN=${SECONDS_RUN:-3}
 ROUNDS=${ROUNDS:-3}
 WARMUP=${WARMUP:-1}
@@ -44,11 +54,14 @@ cargo build --release --target wasm32-wasip1 \
 extra_args=()
 [ "$PIN" = 1 ] || extra_args=(--no-pin)
 [ -z "$BASELINE_WASM" ] || extra_args+=(--baseline-wasm "$BASELINE_WASM")
+[ -z "$PER_ENVOY" ] || extra_args+=(--per-envoy "$PER_ENVOY")
+[ -z "${PERF_DIR:-}" ] || extra_args+=(--perf "$PERF_DIR")
 
 # Start-up (eight Envoys compiling their modules), warm-ups, then per mode
 # ROUNDS rounds: one run per variant (sequential) or one for all (concurrent).
-LIMIT=$(awk -v s="$SECONDS_RUN" -v w="$WARMUP" -v r="$ROUNDS" -v n="${#ONLY}" \
-  'BEGIN { printf "%d", 300 + n * (w + 6) + r * (n + 1) * (s + 2) }')
+LOADS=$(awk -v p="$PER_ENVOY" 'BEGIN { print (p == "" ? 1 : split(p, a, ",")) }')
+LIMIT=$(awk -v s="$SECONDS_RUN" -v w="$WARMUP" -v r="$ROUNDS" -v n="${#ONLY}" -v l="$LOADS" \
+  'BEGIN { printf "%d", 300 + n * (w + 6) + r * (n + l) * (s + 2) }')
 timeout --kill-after=10 "$LIMIT" "$TARGET_DIR/release/bench-edge" \
   --clients "$CLIENTS" --seconds "$SECONDS_RUN" --rounds "$ROUNDS" \
   --warmup-seconds "$WARMUP" --concurrency "$CONCURRENCY" --mode "$MODE" \

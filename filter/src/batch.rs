@@ -35,9 +35,9 @@ pub(crate) struct Parked {
 pub(crate) struct State {
     pub batcher: Batcher,
     pub parked: HashMap<u32, Parked>,
-    /// Batched calls in flight: token → the context ids of their hooks, in
-    /// order, and the settle operations riding on the call.
-    pub calls: HashMap<u32, (Vec<u32>, Vec<Queued>)>,
+    /// Batched calls in flight: token → the call's path, the context ids
+    /// of its hooks, in order, and the settle operations riding on it.
+    pub calls: HashMap<u32, (&'static str, Vec<u32>, Vec<Queued>)>,
     /// This worker's wake queue (None: batching is off, every hook calls alone).
     pub wake: Option<u32>,
     pub wake_pending: bool,
@@ -155,14 +155,6 @@ pub fn forget(id: u32) -> Option<machine::Hook> {
         let mut s = s.borrow_mut();
         s.batcher.forget(id);
         s.parked.remove(&id).map(|p| p.machine)
-    })
-}
-
-/// Whether this worker has a hit call in flight or hooks waiting for one.
-pub fn busy() -> bool {
-    STATE.with(|s| {
-        let s = s.borrow();
-        s.batcher.in_flight() > 0 || s.batcher.waiting() > 0
     })
 }
 

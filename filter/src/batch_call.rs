@@ -25,8 +25,8 @@ pub trait Root {
     fn now_us(&self) -> u64;
     /// Sends a batched call; its token, or None when the host refused it.
     fn send(&self, path: &str, body: &[u8], timeout_ms: u64) -> Option<u32>;
-    /// Settle operations to ride on a batch (`/v1/hits`): this worker's own
-    /// first, then any waiting in the node's queue, `settle_batch_max` at most.
+    /// Settle operations to ride on a call: this worker's own first, then
+    /// any waiting in the node's queue, `settle_batch_max` at most.
     fn riding_settles(&self) -> Vec<Queued>;
     /// The riding settles' fate: counted, and on failure held again or dropped.
     fn settled(&self, settles: Vec<Queued>, ok: bool);
@@ -55,15 +55,11 @@ fn flush<R: Root>(root: &R) {
         let Some(call) = flush.call else {
             break;
         };
-        let settles = if call.carries_settles() {
-            root.riding_settles()
-        } else {
-            Vec::new()
-        };
-        let body = with_settle(call.body, &settles);
-        match root.send(call.path, &body, call.timeout_ms) {
+        let settles = root.riding_settles();
+        let (path, body) = with_settle(call.path, call.body, &settles);
+        match root.send(path, &body, call.timeout_ms) {
             Some(token) => batch::with(|s| {
-                s.calls.insert(token, (call.members, settles));
+                s.calls.insert(token, (path, call.members, settles));
             }),
             None => {
                 root.settled(settles, false);
@@ -84,14 +80,14 @@ fn flush<R: Root>(root: &R) {
 
 /// `on_http_call_response` of the root: true if `token` is a batched call.
 pub fn on_call_answer<R: Root>(root: &R, token: u32, body_size: usize) -> bool {
-    let Some((members, settles)) = batch::with(|s| s.calls.remove(&token)) else {
+    let Some((path, members, settles)) = batch::with(|s| s.calls.remove(&token)) else {
         return false;
     };
     // One clock read answers every hook of the call.
     let now = root.now_us();
     batch::with(|s| s.batcher.done(now));
     let (status, body) = root.call_answer(body_size);
-    let (shares, settled) = split(members.len(), status.as_deref(), body.as_deref());
+    let (shares, settled) = split(path, members.len(), status.as_deref(), body.as_deref());
     if !settles.is_empty() {
         let ok = settled == Some(settles.len());
         root.settled(settles, ok);

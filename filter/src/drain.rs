@@ -26,6 +26,8 @@ enum Background {
 #[derive(Default)]
 pub struct Drainer {
     inflight: HashMap<u32, Background>,
+    /// The node's queue held operations when this root last read it.
+    queued: bool,
 }
 
 impl Drainer {
@@ -37,13 +39,13 @@ impl Drainer {
     fn drain(&mut self, rt: &Runtime) {
         let fleet = &rt.config().fleet;
         let Some(queue_id) = rt.queue_id else { return };
-        let in_flight = self
-            .inflight
-            .values()
-            .any(|b| matches!(b, Background::Settle(_)));
+        let in_flight = self.in_flight();
+        let depth = read_u64(&SHARED, DEPTH_KEY).0;
+        self.queued = depth > 0;
         if !drain_due(
             &SHARED,
             in_flight,
+            depth,
             fleet.breaker,
             now_us,
             fleet.settle_interval_ms,
@@ -55,7 +57,9 @@ impl Drainer {
         if batch.is_empty() {
             return;
         }
-        rt.metrics.settle_depth(read_u64(&SHARED, DEPTH_KEY).0);
+        let depth = read_u64(&SHARED, DEPTH_KEY).0;
+        self.queued = depth > 0;
+        rt.metrics.settle_depth(depth);
         let body = request_body(&batch);
         match call(rt, SETTLE_PATH, &body) {
             Some(token) => {
@@ -74,6 +78,18 @@ impl Drainer {
         match background {
             Background::Settle(batch) => settled(rt, batch, ok),
         }
+    }
+
+    /// Whether a settle batch of this root is in flight.
+    pub fn in_flight(&self) -> bool {
+        self.inflight
+            .values()
+            .any(|b| matches!(b, Background::Settle(_)))
+    }
+
+    /// Whether the node's queue held operations when this root last read it.
+    pub fn queued(&self) -> bool {
+        self.queued
     }
 
     /// Whether `token` is one of this context's calls.

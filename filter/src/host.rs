@@ -9,6 +9,7 @@
 use crate::headers;
 use crate::runtime::{call_store, Runtime, SHARED};
 use crate::shared::{now_us, SharedData};
+use ankusa_core::hook::batch::with_settle;
 use ankusa_core::hook::decision;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::hook_id::RANDOM_BYTES;
@@ -58,6 +59,11 @@ pub trait Host {
     fn resume(&self);
     fn metric(&self, metric: Metric);
     fn settle(&self, item: Queued);
+    /// Settle operations this worker holds, to ride on a hook's own hit
+    /// call (`settle_batch_max` at most; see [`ankusa_core::hook::batch::with_settle`]).
+    fn take_riding(&self) -> Vec<Queued>;
+    /// The riding operations' fate: counted, and when not applied held again or dropped.
+    fn riding_settled(&self, settles: Vec<Queued>, applied: bool);
     /// Writes the hook's decision line where Envoy's access log reads it.
     fn publish(&self, line: &str);
     fn log(&self, level: Level, line: &str);
@@ -73,6 +79,17 @@ pub trait Host {
 
 /// Performs a step's effects in order; the request's flow after them.
 pub fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Flow {
+    perform_riding(host, machine, step, &[])
+}
+
+/// [`perform`], the step's hit call (if any) carrying the settle
+/// operations `riding`.
+pub fn perform_riding<H: Host>(
+    host: &H,
+    machine: &mut machine::Hook,
+    step: Step,
+    riding: &[Queued],
+) -> Flow {
     for effect in step.effects {
         match effect {
             Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
@@ -85,7 +102,8 @@ pub fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Fl
         }
     }
     if let Some(hit) = step.hit {
-        if !host.dispatch(HIT_PATH, &hit.body, hit.timeout_ms) {
+        let (path, body) = with_settle(HIT_PATH, hit.body, riding);
+        if !host.dispatch(path, &body, hit.timeout_ms) {
             let next = machine.on_dispatch_failed(&host.env(), host.now_us());
             return perform(host, machine, next);
         }
@@ -183,6 +201,14 @@ impl Host for ProxyHost {
 
     fn settle(&self, item: Queued) {
         self.0.settle(item);
+    }
+
+    fn take_riding(&self) -> Vec<Queued> {
+        self.0.take_held(self.0.config().fleet.settle_batch_max)
+    }
+
+    fn riding_settled(&self, settles: Vec<Queued>, applied: bool) {
+        crate::drain::settled(&self.0, settles, applied);
     }
 
     /// Into the request's filter state `wasm.ankusa`, which

@@ -3,10 +3,11 @@
 //! [`Host`]. Nothing here decides anything about admission.
 
 use crate::batch;
-use crate::host::{perform, Host};
-use ankusa_core::hook::batch::Submitted;
+use crate::host::{perform, perform_riding, Host};
+use ankusa_core::hook::batch::{own_answer, Submitted};
 use ankusa_core::hook::machine::HOOK_ID;
 use ankusa_core::hook::machine::{self, Effect, Flow, Step};
+use ankusa_core::hook::settle::Queued;
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;
 
@@ -24,6 +25,8 @@ struct Batching {
     id: u32,
     /// A hit call this hook sent on its own is in flight.
     own_call: bool,
+    /// The worker's settle operations riding on that call.
+    riding: Vec<Queued>,
 }
 
 impl Batching {
@@ -33,7 +36,18 @@ impl Batching {
     fn run<H: Host>(&mut self, host: &H, machine: &mut machine::Hook, mut step: Step) -> Flow {
         if let Some(hit) = &step.hit {
             match batch::submit(host, self.id, &hit.body, hit.timeout_ms) {
-                Submitted::SendNow => self.own_call = true,
+                Submitted::SendNow => {
+                    // Alone, it carries what the worker's hooks settled.
+                    self.own_call = true;
+                    self.riding = host.take_riding();
+                    let flow = perform_riding(host, machine, step, &self.riding);
+                    if !machine.calling() {
+                        // The host refused the dispatch: no call is in flight.
+                        self.call_done(host);
+                        self.give_back(host);
+                    }
+                    return flow;
+                }
                 Submitted::Queued | Submitted::QueuedFlush => {
                     step.hit = None;
                     let flow = perform(host, machine, step);
@@ -54,6 +68,15 @@ impl Batching {
     fn call_done<H: Host>(&mut self, host: &H) {
         if std::mem::take(&mut self.own_call) {
             batch::own_call_done(host);
+        }
+    }
+
+    /// The riding settle operations of a call that will never be answered:
+    /// held again (or dropped once out of retries), as a failed call's are.
+    fn give_back<H: Host>(&mut self, host: &H) {
+        let riding = std::mem::take(&mut self.riding);
+        if !riding.is_empty() {
+            host.riding_settled(riding, false);
         }
     }
 
@@ -125,9 +148,12 @@ impl<H: Host> Context for HookContext<H> {
         self.batching.call_done(host);
         let (status, body) = host.call_answer(body_size);
         let now = host.now_us();
-        let step =
-            self.machine
-                .on_store_answer(&host.env(), status.as_deref(), body.as_deref(), now);
+        let riding = std::mem::take(&mut self.batching.riding);
+        let (share, applied) = own_answer(riding.len(), status.as_deref(), body.as_deref());
+        if let Some(applied) = applied {
+            host.riding_settled(riding, applied);
+        }
+        let step = self.machine.on_store_reply(&host.env(), share, now);
         if perform(host, &mut self.machine, step) == Flow::Continue {
             host.resume();
         }
@@ -234,6 +260,8 @@ impl<H: Host> HttpContext for HookContext<H> {
                 self.machine = parked;
             }
             self.batching.call_done(host);
+            // Its own call's answer will not come: what rode on it is held again.
+            self.batching.give_back(host);
             let step = self.machine.on_stream_end();
             perform(host, &mut self.machine, step);
         }

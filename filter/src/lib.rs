@@ -37,6 +37,7 @@ pub mod root;
 pub mod runtime;
 pub mod settle;
 pub mod shared;
+pub mod tick;
 
 use proxy_wasm::types::LogLevel;
 

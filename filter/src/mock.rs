@@ -54,6 +54,8 @@ pub struct MockHost {
     pub entered: RefCell<Vec<u32>>,
     /// Settle operations that rode on a batched call, and whether the store applied them.
     pub rode: RefCell<Vec<(Vec<Queued>, bool)>>,
+    /// Tick periods set on the root, in order (ms; 0: none).
+    pub ticks: RefCell<Vec<u64>>,
     answer: RefCell<(Option<String>, Option<Vec<u8>>)>,
 }
 
@@ -87,6 +89,7 @@ impl MockHost {
             wakes: RefCell::default(),
             entered: RefCell::default(),
             rode: RefCell::default(),
+            ticks: RefCell::default(),
             answer: RefCell::default(),
         })
     }
@@ -211,6 +214,15 @@ impl Host for Rc<MockHost> {
         self.settles.borrow_mut().push(item);
     }
 
+    fn take_riding(&self) -> Vec<Queued> {
+        let max = self.worker.config.fleet.settle_batch_max;
+        self.worker.held.borrow_mut().take(max)
+    }
+
+    fn riding_settled(&self, settles: Vec<Queued>, applied: bool) {
+        self.rode.borrow_mut().push((settles, applied));
+    }
+
     fn wake_root(&self, queue: u32) -> bool {
         self.wakes.borrow_mut().push(queue);
         true
@@ -227,6 +239,12 @@ impl Host for Rc<MockHost> {
 
 /// The root's side of batching over the same host: a batched call is
 /// recorded with the hooks' own calls (its token: its place among them).
+impl crate::tick::Ticks for Rc<MockHost> {
+    fn set_tick_period(&self, ms: u64) {
+        self.ticks.borrow_mut().push(ms);
+    }
+}
+
 impl Root for Rc<MockHost> {
     type HookHost = Rc<MockHost>;
 

@@ -2,7 +2,9 @@
 //!
 //! `on_configure` builds the [`Runtime`] (refusing a bad configuration with a
 //! log line naming the field) and sets the tick; `on_tick` drives the
-//! [`Drainer`] and the override [`Poller`]; every HTTP context gets a [`HookContext`] over the runtime.
+//! [`Drainer`] and the override [`Poller`], then sets the tick the work left
+//! waiting needs ([`Ticker`]: none at all for node scopes); every HTTP
+//! context gets a [`HookContext`] over the runtime.
 
 use crate::batch_call::ProxyRoot;
 use crate::drain::Drainer;
@@ -10,17 +12,18 @@ use crate::host::{Host, ProxyHost};
 use crate::http::HookContext;
 use crate::poll::Poller;
 use crate::runtime::Runtime;
-use ankusa_core::hook::settle::tick_ms;
+use crate::tick::{ProxyTicks, Ticker};
+use ankusa_core::hook::settle::tick::Waiting;
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{ContextType, MapType};
 use std::rc::Rc;
-use std::time::Duration;
 
 pub struct Root {
     runtime: Option<Rc<Runtime>>,
     drainer: Drainer,
     poller: Poller,
+    ticker: Ticker,
 }
 
 impl Root {
@@ -29,6 +32,16 @@ impl Root {
             runtime: None,
             drainer: Drainer::default(),
             poller: Poller::default(),
+            ticker: Ticker::default(),
+        }
+    }
+
+    /// What waits on this root's ticks under `rt`.
+    fn waiting(&self, rt: &Runtime) -> Waiting {
+        Waiting {
+            held: !rt.worker.held.borrow().is_empty(),
+            queued: self.drainer.queued(),
+            in_flight: self.drainer.in_flight(),
         }
     }
 }
@@ -73,8 +86,8 @@ impl RootContext for Root {
     fn on_configure(&mut self, _size: usize) -> bool {
         match Runtime::configure() {
             Ok(runtime) => {
-                let tick = tick_ms(runtime.config().fleet.settle_interval_ms);
-                let _ = hostcalls::set_tick_period(Duration::from_millis(tick));
+                self.ticker
+                    .want(&ProxyTicks, runtime.config(), self.waiting(&runtime));
                 // Settles made under the configuration before go to the
                 // node's queue; they are not lost with the old runtime.
                 if let Some(before) = &self.runtime {
@@ -106,11 +119,13 @@ impl RootContext for Root {
             self.poller.tick(&rt);
         }
         if rt.config().uses_store() {
-            if rt.spill_due(crate::batch::busy(), crate::shared::now_us()) {
+            if rt.spill_due(crate::shared::now_us()) {
                 rt.spill();
             }
             self.drainer.tick(&rt);
         }
+        self.ticker
+            .want(&ProxyTicks, rt.config(), self.waiting(&rt));
     }
 
     fn on_queue_ready(&mut self, queue_id: u32) {

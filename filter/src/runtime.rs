@@ -136,19 +136,19 @@ impl Runtime {
         }
     }
 
-    /// Up to `max` of this worker's settle operations, oldest first, to ride on a call.
+    /// Up to `max` of this worker's settle operations, oldest first, to ride
+    /// on a call (a failed call gives them back through `drain::settled`).
     pub fn take_held(&self, max: usize) -> Vec<Queued> {
         self.worker.held.borrow_mut().take(max)
     }
 
-    /// Whether this worker's settle operations go to the node's queue now
-    /// (`busy`: a hit call of this worker is in flight or waiting).
-    pub fn spill_due(&self, busy: bool, now_us: u64) -> bool {
-        self.worker.held.borrow().spill_due(
-            busy,
-            now_us,
-            self.worker.config.fleet.settle_interval_ms,
-        )
+    /// Whether this worker's settle operations go to the node's queue now:
+    /// no hit call carried them within the settle interval.
+    pub fn spill_due(&self, now_us: u64) -> bool {
+        self.worker
+            .held
+            .borrow()
+            .spill_due(now_us, self.worker.config.fleet.settle_interval_ms)
     }
 
     /// Moves this worker's settle operations to the node's queue, where any

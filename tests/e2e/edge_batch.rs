@@ -2,6 +2,7 @@
 //! their worker's hit call is in flight share the next call, and each gets
 //! its own answer; a lone hook still goes alone on `/v1/hit`.
 
+use ankusa_testkit::envoy::{Edge, EdgeSpec};
 use ankusa_testkit::http::{get, request};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::metrics::metric_value;
@@ -122,11 +123,20 @@ fn concurrent_copies_of_one_delivery_pass_once_and_the_rest_are_409() {
 }
 
 #[test]
-fn a_lone_hook_goes_alone_on_the_single_hit_path() {
+fn a_lone_hook_goes_alone_and_carries_the_settles_held_before_it() {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
     let intake = Intake::start();
-    let edge = edge("edge-a", intake.port, store.port, fleet_config(1000, 5));
+    // One worker, whose held settles wait up to a minute for a hit call to
+    // carry them (a worker carries only its own).
+    let mut spec = EdgeSpec::new(
+        "edge-a",
+        intake.port,
+        store.port,
+        fleet_config(1000, 60_000),
+    );
+    spec.concurrency = 1;
+    let edge = Edge::start(spec);
     for i in 0..5 {
         let r = deliver(&edge, "/webhooks/gh", &format!("lone-{i}"));
         assert_eq!(r.status, 201, "{}", r.text());
@@ -139,7 +149,16 @@ fn a_lone_hook_goes_alone_on_the_single_hit_path() {
         &store,
         r#"ankusa_store_requests_total{endpoint="hits",result="ok"}"#,
     );
-    assert_eq!((single, batched), (5.0, 0.0));
+    // The first goes on the single path; each later one carries the
+    // promote of the one before, as a batch of one hit.
+    assert_eq!((single, batched), (1.0, 4.0));
+    let (calls, hits) = calls_and_hits(&store);
+    assert_eq!((calls, hits), (5.0, 5.0));
+    for i in 0..4 {
+        let key = claim_key(&format!("lone-{i}"));
+        assert!(redis.cli(&["GET", &key]).starts_with("c:"), "{key}");
+    }
+    assert_eq!(edge.stat("ankusa_fleet_fallback_total"), 0.0);
 }
 
 #[test]

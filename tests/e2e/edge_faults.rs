@@ -250,9 +250,13 @@ fn serve(
 }
 
 /// Fleet scopes, settles every 5 ms, a failed batch retried `retries` times.
+/// Every settle is a batch's worth (`settle_batch_max` 1), so it goes to the
+/// node's queue and a settle call of its own (the calls the fault breaks)
+/// instead of riding on the next hit call.
 fn settle_config(retries: u32) -> serde_json::Value {
     let mut config = fleet_config(1_000, 5);
     config["fleet"]["settle_retries"] = json!(retries);
+    config["fleet"]["settle_batch_max"] = json!(1);
     config
 }
 

@@ -191,10 +191,13 @@ fn a_full_queue_drops_and_counts_settles_but_loses_no_hook() {
     let redis = Redis::start();
     let mut store = Store::start(&redis.url());
     let intake = Intake::start();
-    // The first settle takes the drainer's node-wide lease; the next batch may
+    // Every settle is a batch's worth (settle_batch_max 1), so it goes to
+    // the node's queue at once instead of waiting for a hit call to carry
+    // it. The first takes the drainer's node-wide lease; the next batch may
     // leave a minute later, so meanwhile settles pile up in a queue of 10.
     let mut config = roomy(60_000);
     config["fleet"]["settle_queue_max"] = json!(10);
+    config["fleet"]["settle_batch_max"] = json!(1);
     let edge = edge("edge-overflow", intake.port, store.port, config);
     let first = deliver(&edge, "/webhooks/gh", "flood-first");
     assert_eq!(first.status, 201);
@@ -208,8 +211,7 @@ fn a_full_queue_drops_and_counts_settles_but_loses_no_hook() {
         let r = deliver(&edge, "/webhooks/gh", &format!("flood-{i}"));
         assert_eq!(r.status, 201, "{}", r.text());
     }
-    // A worker's settles reach the node's queue on its next tick (no hit
-    // call of its own left to carry them): 10 fit, 20 are dropped.
+    // 10 fit, 20 are dropped.
     assert!(
         eventually(Duration::from_secs(5), || edge
             .stat("ankusa_fleet_settle_dropped_total")

@@ -21,6 +21,10 @@
 //! flight beyond that call's own timeout, which ended within its budget).
 //! Each hook gets its own result back ([`split`]): its own answer, its own
 //! refusal, or the whole call's failure.
+//!
+//! Settle operations ride on any hit call ([`with_settle`]): a batch
+//! carries them beside its hits, a lone hit with some to carry goes as a
+//! batch of one.
 
 use crate::hook::plan::{parse_reply, CallFailure};
 use crate::hook::settle::Queued;
@@ -79,14 +83,6 @@ pub struct Outgoing {
     pub path: &'static str,
     pub body: Vec<u8>,
     pub timeout_ms: u64,
-}
-
-impl Outgoing {
-    /// Whether settle operations may ride on this call: only a batch
-    /// (`/v1/hits`) carries them; a single hit's request has no room.
-    pub fn carries_settles(&self) -> bool {
-        self.path == HITS_PATH
-    }
 }
 
 /// What a flush does: hooks answered from the node (too little budget left), and the call.
@@ -236,38 +232,48 @@ fn hits_body<'a>(hits: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
     body
 }
 
-/// `body` (a `/v1/hits` request) with `ops` riding on it as `"settle"`.
-pub fn with_settle(mut body: Vec<u8>, ops: &[Queued]) -> Vec<u8> {
-    if ops.is_empty() || !body.ends_with(b"]}") {
-        return body;
+/// The call carrying `body` (a request for `path`) with the settle
+/// operations `ops` riding on it: `/v1/hits` carries them as `"settle"`, so
+/// a lone hit (`/v1/hit`) that has some to carry goes as a batch of one.
+/// Without any, the call is unchanged. (The store has taken both forms
+/// since batched hits began: nothing new on the wire.)
+pub fn with_settle(path: &'static str, body: Vec<u8>, ops: &[Queued]) -> (&'static str, Vec<u8>) {
+    if ops.is_empty() {
+        return (path, body);
     }
+    let mut body = if path == HIT_PATH {
+        hits_body(std::iter::once(body.as_slice()))
+    } else {
+        body
+    };
     let ops: Vec<&SettleOp> = ops.iter().map(|q| &q.op).collect();
-    let Ok(list) = serde_json::to_vec(&ops) else {
-        return body;
+    let (Ok(list), true) = (serde_json::to_vec(&ops), body.ends_with(b"]}")) else {
+        return (HITS_PATH, body);
     };
     body.pop();
     body.extend_from_slice(b",\"settle\":");
     body.extend_from_slice(&list);
     body.push(b'}');
-    body
+    (HITS_PATH, body)
 }
 
 /// One hook's share of a call's answer: its reply, or how its call failed,
 /// as its own `/v1/hit` call would have been read.
 pub type Share = Result<HitReply, CallFailure>;
 
-/// Splits a call's answer among its `members` hooks, in order. A single
-/// hit's answer is the member's own; a batch answered 200 with one result
-/// per hook gives each its result (a refusal as the status the store gives
-/// that error); any other answer is every member's failure. Second: the
-/// riding settle operations the store applied (None: not applied, or none
-/// rode).
+/// Splits the answer of a call to `path` among its `members` hooks, in
+/// order. A single hit's answer (`/v1/hit`) is the member's own; a batch
+/// (`/v1/hits`, one hit or more) answered 200 with one result per hook
+/// gives each its result (a refusal as the status the store gives that
+/// error); any other answer is every member's failure. Second: the riding
+/// settle operations the store applied (None: not applied, or none rode).
 pub fn split(
+    path: &str,
     members: usize,
     status: Option<&str>,
     body: Option<&[u8]>,
 ) -> (Vec<Share>, Option<usize>) {
-    if members == 1 || status != Some("200") {
+    if path != HITS_PATH || status != Some("200") {
         return (vec![parse_reply(status, body); members], None);
     }
     let parsed = body.and_then(|b| serde_json::from_slice::<HitsAnswer>(b).ok());
@@ -279,6 +285,23 @@ pub fn split(
         // A 200 that isn't one result per hook: each hook's answer is unparsable.
         _ => (vec![Err(CallFailure::Unparsable); members], None),
     }
+}
+
+/// The answer to a hook's own call (`status`, `body`), which carried
+/// `riding` settle operations ([`with_settle`]): the hook's share, and
+/// whether the store applied the riding operations (None: none rode).
+pub fn own_answer(
+    riding: usize,
+    status: Option<&str>,
+    body: Option<&[u8]>,
+) -> (Share, Option<bool>) {
+    let path = if riding == 0 { HIT_PATH } else { HITS_PATH };
+    let (shares, settled) = split(path, 1, status, body);
+    let share = shares
+        .into_iter()
+        .next()
+        .unwrap_or(Err(CallFailure::Unparsable));
+    (share, (riding > 0).then_some(settled == Some(riding)))
 }
 
 fn share(result: HitResult) -> Share {

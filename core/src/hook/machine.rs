@@ -20,7 +20,7 @@
 //! when the stream ends first.
 
 use crate::config::Config;
-use crate::fleet::breaker::{Breaker, CallPermit, SeenClosed};
+use crate::fleet::breaker::{Breaker, CallPermit, KeptSuccesses, SeenClosed};
 use crate::fleet::edges::EdgesSeen;
 use crate::fleet::overrides::{self, Effective, Override};
 use crate::hook::decision::Decision;
@@ -53,6 +53,8 @@ pub struct Env<'a, S: CasStore> {
     pub store: &'a S,
     /// When this worker last read the fleet breaker closed.
     pub seen_closed: &'a SeenClosed,
+    /// The successes of this worker's store calls not yet written to the breaker.
+    pub kept_successes: &'a KeptSuccesses,
     /// This worker's copy of the node's live edge count.
     pub edges: &'a EdgesSeen,
 }

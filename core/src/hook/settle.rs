@@ -97,18 +97,20 @@ pub fn after_failure(batch: Vec<Queued>, max_retries: u32) -> (Vec<Queued>, u64)
 }
 
 /// Whether this worker sends a settle batch now: it has none in flight (a
-/// slow store makes batches bigger, not more), something is queued (an idle
-/// node costs one read per tick, not a lease write), the breaker is not open
-/// (operations are held, within the same bound, until the store is back),
-/// and it took the node-wide lease. `now_us` is read only past the first two.
+/// slow store makes batches bigger, not more), something is queued
+/// (`depth`, the node's queue as read this tick: an idle node costs one
+/// read per tick, not a lease write), the breaker is not open (operations
+/// are held, within the same bound, until the store is back), and it took
+/// the node-wide lease. `now_us` is read only past the first two.
 pub fn drain_due<S: CasStore>(
     store: &S,
     batch_in_flight: bool,
+    depth: u64,
     breaker: BreakerPolicy,
     now_us: impl FnOnce() -> u64,
     interval_ms: u64,
 ) -> bool {
-    if batch_in_flight || read_u64(store, DEPTH_KEY).0 == 0 {
+    if batch_in_flight || depth == 0 {
         return false;
     }
     let now = now_us();
@@ -118,21 +120,15 @@ pub fn drain_due<S: CasStore>(
     take_lease(store, now / 1_000, interval_ms)
 }
 
-/// The longest wait between two ticks of a root context (ms).
-pub const MAX_TICK_MS: u64 = 50;
-
-/// The tick period (ms): the lease paces batches to `settle_interval_ms`
-/// node-wide; the tick itself stays short so store resets leave promptly too.
-pub fn tick_ms(settle_interval_ms: u64) -> u64 {
-    settle_interval_ms.clamp(1, MAX_TICK_MS)
-}
-
 /// Whether the store took a background call (settle batch or reset): a 2xx.
 pub fn answered_ok(status: Option<&str>) -> bool {
     status.is_some_and(|s| s.starts_with('2'))
 }
 
 pub mod held;
+pub mod tick;
+
+pub use tick::{tick_ms, MAX_TICK_MS};
 
 #[cfg(test)]
 mod tests;

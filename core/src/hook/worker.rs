@@ -7,7 +7,7 @@
 //! and the filter's mock host build exactly what the filter builds.
 
 use crate::config::Config;
-use crate::fleet::breaker::SeenClosed;
+use crate::fleet::breaker::{KeptSuccesses, SeenClosed};
 use crate::fleet::edges::EdgesSeen;
 use crate::hook::machine::Env;
 use crate::hook::settle::held::Held;
@@ -23,6 +23,8 @@ pub struct Worker {
     pub keys: Keys,
     /// When this worker last read the fleet breaker closed.
     pub seen_closed: SeenClosed,
+    /// The successes of this worker's store calls not yet written to the breaker.
+    pub kept_successes: KeptSuccesses,
     /// This worker's copy of the node's live edge count.
     pub edges_seen: EdgesSeen,
     /// Settle operations this worker made, not yet on the node's queue.
@@ -50,6 +52,7 @@ impl Worker {
             config,
             keys,
             seen_closed: SeenClosed::default(),
+            kept_successes: KeptSuccesses::default(),
             edges_seen: EdgesSeen::default(),
             held: RefCell::default(),
         })
@@ -64,6 +67,7 @@ impl Worker {
             node,
             store,
             seen_closed: &self.seen_closed,
+            kept_successes: &self.kept_successes,
             edges: &self.edges_seen,
         }
     }

@@ -213,8 +213,9 @@ fn a_hook_gone_while_its_batch_is_in_flight_is_not_answered_and_releases_its_cla
 fn held_settles_ride_on_a_batch_and_are_reported_back() {
     let host = worker();
     let op = old_release();
-    host.worker.held.borrow_mut().hold(op.clone(), 0, 100);
     let (mut first, _) = arrive(&host, 1, "d-1");
+    // Held once the first hook's own call has left: the batch carries it.
+    host.worker.held.borrow_mut().hold(op.clone(), 0, 100);
     let _second = arrive(&host, 2, "d-2");
     let _third = arrive(&host, 3, "d-3");
     host.answer(Some("200"), OK);
@@ -229,9 +230,8 @@ fn held_settles_ride_on_a_batch_and_are_reported_back() {
 }
 
 #[test]
-fn a_single_waiting_hook_leaves_on_the_single_path_without_settles() {
+fn a_single_waiting_hook_without_settles_leaves_on_the_single_path() {
     let host = worker();
-    host.worker.held.borrow_mut().hold(old_release(), 0, 100);
     let (mut first, _) = arrive(&host, 1, "d-1");
     let _second = arrive(&host, 2, "d-2");
     host.answer(Some("200"), OK);
@@ -240,5 +240,94 @@ fn a_single_waiting_hook_leaves_on_the_single_path_without_settles() {
     let call = host.calls.borrow()[1].clone();
     assert_eq!(call.path, HIT_PATH);
     assert!(call.body.get("settle").is_none());
-    assert_eq!(host.worker.held.borrow().len(), 1, "still held for a batch");
+}
+
+#[test]
+fn a_single_waiting_hook_carries_held_settles_as_a_batch_of_one() {
+    let host = worker();
+    let (mut first, _) = arrive(&host, 1, "d-1");
+    let (mut second, _) = arrive(&host, 2, "d-2");
+    let op = old_release();
+    host.worker.held.borrow_mut().hold(op.clone(), 0, 100);
+    host.answer(Some("200"), OK);
+    first.on_http_call_response(1, 0, OK.len(), 0);
+    root_woken(&host);
+    let call = host.calls.borrow()[1].clone();
+    assert_eq!(call.path, HITS_PATH);
+    assert_eq!(
+        call.body["hits"].as_array().map(Vec::len),
+        Some(1),
+        "{call:?}"
+    );
+    assert_eq!(
+        call.body["settle"].as_array().map(Vec::len),
+        Some(1),
+        "{call:?}"
+    );
+    assert!(host.worker.held.borrow().is_empty());
+    let answer = r#"{"results":[{"result":"ok"}],"settled":1}"#;
+    host.answer(Some("200"), answer);
+    assert!(on_call_answer(&host, 2, answer.len()));
+    assert_eq!(*host.rode.borrow(), [(vec![op], true)]);
+    second.on_http_request_body(2, true);
+    assert_eq!(host.admissions(), [Outcome::Admitted, Outcome::Admitted]);
+}
+
+/// A worker holding one settle operation of an earlier hook, and a hook
+/// arriving alone (no call in flight): its own call carries the operation.
+fn lone_hook_with_a_held_settle() -> (Rc<MockHost>, TestHook, Queued) {
+    let host = worker();
+    let op = old_release();
+    host.worker.held.borrow_mut().hold(op.clone(), 0, 100);
+    let (hook, action) = arrive(&host, 1, "d-1");
+    assert_eq!(action, Action::Pause);
+    let call = host.calls.borrow()[0].clone();
+    assert_eq!(
+        call.path, HITS_PATH,
+        "a lone hit with settles goes as a batch of one"
+    );
+    assert_eq!(call.body["hits"][0]["claim"]["key"], "d-1", "{call:?}");
+    let sent: Vec<SettleOp> = serde_json::from_value(call.body["settle"].clone()).unwrap();
+    assert_eq!(sent, vec![op.op.clone()]);
+    assert!(host.worker.held.borrow().is_empty(), "taken by the call");
+    (host, hook, op)
+}
+
+#[test]
+fn a_lone_hit_carries_the_workers_held_settles_and_reads_its_answer_as_a_batch() {
+    let (host, mut hook, op) = lone_hook_with_a_held_settle();
+    let answer = r#"{"results":[{"result":"ok"}],"settled":1}"#;
+    host.answer(Some("200"), answer);
+    hook.on_http_call_response(1, 0, answer.len(), 0);
+    hook.on_http_request_body(2, true);
+    assert_eq!(host.admissions(), [Outcome::Admitted]);
+    assert_eq!(host.resumed.get(), 1);
+    assert_eq!(*host.rode.borrow(), [(vec![op], true)]);
+}
+
+#[test]
+fn a_lone_hit_that_fails_or_is_left_gives_its_riding_settles_back() {
+    // The call fails: the hook falls back, the settles are not applied.
+    let (host, mut hook, op) = lone_hook_with_a_held_settle();
+    host.answer(
+        Some("503"),
+        r#"{"error":"redis_unavailable","message":"down"}"#,
+    );
+    hook.on_http_call_response(1, 0, 40, 0);
+    hook.on_http_request_body(2, true);
+    assert!(host.metrics.borrow().contains(&Metric::Fallback));
+    assert_eq!(*host.rode.borrow(), [(vec![op], false)]);
+
+    // The sender leaves while the call is in flight: its answer will never come.
+    let (host, mut hook, op) = lone_hook_with_a_held_settle();
+    hook.on_log();
+    assert_eq!(*host.rode.borrow(), [(vec![op], false)]);
+
+    // The host refuses the dispatch.
+    let host = worker();
+    let op = old_release();
+    host.worker.held.borrow_mut().hold(op.clone(), 0, 100);
+    host.refuse_dispatch.set(true);
+    let _refused = arrive(&host, 1, "d-1");
+    assert_eq!(*host.rode.borrow(), [(vec![op], false)]);
 }

@@ -51,6 +51,52 @@ impl SeenClosed {
     }
 }
 
+/// How long a worker keeps the successes of its plain calls before writing
+/// them to the node's breaker (µs). Writing an outcome is a shared-data read
+/// and compare-and-swap; a success alone can't open the breaker, so a worker
+/// adds up its successes and writes them together: with its next failure
+/// (which is judged with them), or with the first success made once this
+/// much time has passed since the oldest kept one. Another worker judging a
+/// failure meanwhile misses at most this long of this worker's successes,
+/// 1 % of the default 10 s window.
+pub const SUCCESSES_KEPT_US: u64 = 100_000;
+
+/// The successes of a worker's plain calls not yet written, and when the
+/// oldest of them was made (µs). One per worker VM, kept across its hooks.
+#[derive(Debug, Default)]
+pub struct KeptSuccesses {
+    calls: Cell<u32>,
+    since_us: Cell<u64>,
+}
+
+impl KeptSuccesses {
+    /// Keeps one more at `now_us`; false when the kept ones are due a write.
+    fn keep(&self, now_us: u64) -> bool {
+        let calls = self.calls.get().saturating_add(1);
+        self.calls.set(calls);
+        if calls == 1 {
+            self.since_us.set(now_us);
+        }
+        let since = self.since_us.get();
+        now_us >= since && now_us - since < SUCCESSES_KEPT_US
+    }
+
+    /// Takes every kept success.
+    fn take(&self) -> u32 {
+        self.since_us.set(0);
+        self.calls.replace(0)
+    }
+
+    /// Successes kept, not yet written.
+    pub fn len(&self) -> u32 {
+        self.calls.get()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.calls.get() == 0
+    }
+}
+
 /// Sub-buckets in the sliding window: finer would cost bytes copied on every
 /// call, coarser would let a whole tenth of old outcomes linger or vanish at once.
 pub const BUCKETS: usize = 10;
@@ -154,7 +200,8 @@ impl<'s, S: CasStore> Breaker<'s, S> {
             })
     }
 
-    fn count(&self, ring: &mut [Bucket; BUCKETS], now_us: u64, ok: bool) {
+    /// Adds `calls` outcomes, `failures` of them failed, to the sub-bucket of `now_us`.
+    fn count(&self, ring: &mut [Bucket; BUCKETS], now_us: u64, calls: u32, failures: u32) {
         let epoch = now_us / self.width_us();
         // The remainder is below BUCKETS, so it fits a usize.
         let bucket = &mut ring[(epoch % BUCKETS as u64) as usize];
@@ -165,10 +212,8 @@ impl<'s, S: CasStore> Breaker<'s, S> {
                 failures: 0,
             };
         }
-        bucket.calls = bucket.calls.saturating_add(1);
-        if !ok {
-            bucket.failures = bucket.failures.saturating_add(1);
-        }
+        bucket.calls = bucket.calls.saturating_add(calls);
+        bucket.failures = bucket.failures.saturating_add(failures);
     }
 
     fn trips(&self, calls: u32, failures: u32) -> bool {
@@ -227,6 +272,43 @@ impl<'s, S: CasStore> Breaker<'s, S> {
     /// report whose CAS keeps conflicting: one outcome more or less only
     /// nudges the window.
     pub fn record(&self, now_us: u64, permit: CallPermit, ok: bool) -> Option<Transition> {
+        self.record_calls(now_us, permit, u32::from(ok), u32::from(!ok))
+    }
+
+    /// [`Breaker::record`] for a worker that keeps the successes of its
+    /// plain calls in `kept` ([`KeptSuccesses`]): a success is written only
+    /// once the kept ones are due, a failure with every kept success, and a
+    /// probe's outcome as it comes (kept successes were made while the
+    /// breaker was closed; a probe means it has opened since, and they are
+    /// dropped as [`Breaker::record`] drops any late report).
+    pub fn record_kept(
+        &self,
+        now_us: u64,
+        permit: CallPermit,
+        ok: bool,
+        kept: &KeptSuccesses,
+    ) -> Option<Transition> {
+        if permit != CallPermit::Call {
+            kept.take();
+            return self.record(now_us, permit, ok);
+        }
+        if ok && kept.keep(now_us) {
+            return None;
+        }
+        let successes = kept.take();
+        self.record_calls(now_us, permit, successes, u32::from(!ok))
+    }
+
+    /// Reports `successes + failures` calls made under `permit` (a probe
+    /// is one call: ok when `failures` is 0).
+    fn record_calls(
+        &self,
+        now_us: u64,
+        permit: CallPermit,
+        successes: u32,
+        failures: u32,
+    ) -> Option<Transition> {
+        let ok = failures == 0;
         if permit == CallPermit::Skip {
             return None;
         }
@@ -235,7 +317,12 @@ impl<'s, S: CasStore> Breaker<'s, S> {
             let (next, transition) = match (record.state, permit) {
                 (BreakerState::Closed, CallPermit::Call) => {
                     let mut ring = record.ring;
-                    self.count(&mut ring, now_us, ok);
+                    self.count(
+                        &mut ring,
+                        now_us,
+                        successes.saturating_add(failures),
+                        failures,
+                    );
                     let (calls, failures) = self.totals(&ring, now_us);
                     if self.trips(calls, failures) {
                         (

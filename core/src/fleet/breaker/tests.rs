@@ -400,3 +400,76 @@ fn a_worker_trusts_a_closed_breaker_for_a_millisecond_then_reads_it_again() {
     seen3.forget();
     assert_eq!(third.admit_call_seen(T0, &seen3), CallPermit::Skip);
 }
+
+/// The window's (calls, failures) as stored, at `now_us`.
+fn stored(b: &Breaker<'_, MapStore>, store: &MapStore, now_us: u64) -> (u32, u32) {
+    b.totals(&Record::decode(&store.get(KEY).0).ring, now_us)
+}
+
+#[test]
+fn a_workers_successes_are_kept_and_written_together() {
+    let store = store();
+    let b = Breaker::new(&store, KEY, policy());
+    let kept = KeptSuccesses::default();
+    for i in 0..3 {
+        assert_eq!(
+            b.record_kept(T0 + i * MS, CallPermit::Call, true, &kept),
+            None
+        );
+    }
+    assert_eq!(kept.len(), 3);
+    assert_eq!(
+        stored(&b, &store, T0 + 3 * MS),
+        (0, 0),
+        "nothing written yet"
+    );
+    // The first success once the oldest kept one is SUCCESSES_KEPT_US old writes them all.
+    let due = T0 + SUCCESSES_KEPT_US;
+    assert_eq!(b.record_kept(due, CallPermit::Call, true, &kept), None);
+    assert!(kept.is_empty());
+    assert_eq!(stored(&b, &store, due), (4, 0));
+}
+
+#[test]
+fn a_failure_is_judged_with_the_successes_kept_before_it() {
+    let store = store();
+    let b = Breaker::new(&store, KEY, policy());
+    let kept = KeptSuccesses::default();
+    b.record_kept(T0, CallPermit::Call, true, &kept);
+    b.record_kept(T0 + MS, CallPermit::Call, true, &kept);
+    // 1 failure in 3 calls: fewer than min_calls (4), nothing trips.
+    assert_eq!(
+        b.record_kept(T0 + 2 * MS, CallPermit::Call, false, &kept),
+        None
+    );
+    assert!(kept.is_empty());
+    assert_eq!(stored(&b, &store, T0 + 2 * MS), (3, 1));
+    // 2 of 4: the rate is reached with the kept successes counted.
+    assert_eq!(
+        b.record_kept(T0 + 3 * MS, CallPermit::Call, false, &kept),
+        Some(Transition::Opened {
+            calls: 4,
+            failures: 2
+        })
+    );
+}
+
+#[test]
+fn a_probe_drops_successes_kept_from_before_the_breaker_opened() {
+    let store = store();
+    let b = opened(&store);
+    let kept = KeptSuccesses::default();
+    kept.keep(T0);
+    let later = T0 + 600 * MS;
+    assert_eq!(b.admit_call(later), CallPermit::Probe);
+    assert_eq!(
+        b.record_kept(later, CallPermit::Probe, true, &kept),
+        Some(Transition::Closed)
+    );
+    assert!(kept.is_empty());
+    assert_eq!(
+        stored(&b, &store, later),
+        (0, 0),
+        "closed with an empty window"
+    );
+}

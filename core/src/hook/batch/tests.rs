@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::hook::plan::{parse_reply, CallFailure};
-use crate::wire::HitAnswer;
+use crate::wire::{Claim, HitAnswer, SettleOp};
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -121,7 +121,7 @@ fn each_hook_gets_its_own_result() {
         {"result":"duplicate","hook_id":"h0"},
         {"error":"bad_request","message":"hits[2].claim.key: bad"},
         {"error":"redis_unavailable","message":"retry later"}]}"#;
-    let (shares, settled) = split(4, Some("200"), Some(body));
+    let (shares, settled) = split(HITS_PATH, 4, Some("200"), Some(body));
     assert_eq!(settled, None);
     let read = |i: usize| shares[i].clone();
     assert_eq!(read(0).unwrap().answer, HitAnswer::Ok);
@@ -135,11 +135,9 @@ fn each_hook_gets_its_own_result() {
     assert_eq!(read(3).unwrap_err(), CallFailure::Status("503".into()));
 }
 
-#[test]
-fn settles_ride_on_a_batch_and_their_count_comes_back() {
-    use crate::hook::settle::Queued;
-    use crate::wire::{Claim, SettleOp};
-    let claim = Claim {
+/// A claim the settle operations of these tests settle.
+fn claim() -> Claim {
+    Claim {
         tenant: "acme".into(),
         source_id: "gh".into(),
         key: "k".into(),
@@ -147,7 +145,12 @@ fn settles_ride_on_a_batch_and_their_count_comes_back() {
         node: "edge-1".into(),
         ttl_ms: 1000,
         pending_ttl_ms: 100,
-    };
+    }
+}
+
+#[test]
+fn settles_ride_on_a_batch_and_their_count_comes_back() {
+    let claim = claim();
     let ops = vec![
         Queued {
             retries: 0,
@@ -165,17 +168,18 @@ fn settles_ride_on_a_batch_and_their_count_comes_back() {
     ];
     let hit = br#"{"charges":[],"claim":null}"#;
     let body = hits_body([&hit[..], &hit[..]].into_iter());
-    let request: crate::wire::batch::HitsRequest =
-        serde_json::from_slice(&with_settle(body.clone(), &ops)).unwrap();
+    let (path, riding) = with_settle(HITS_PATH, body.clone(), &ops);
+    assert_eq!(path, HITS_PATH);
+    let request: crate::wire::batch::HitsRequest = serde_json::from_slice(&riding).unwrap();
     assert_eq!(request.hits.len(), 2);
     let sent: Vec<SettleOp> = ops.iter().map(|q| q.op.clone()).collect();
     assert_eq!(request.settle, sent);
-    assert_eq!(with_settle(body.clone(), &[]), body);
+    assert_eq!(with_settle(HITS_PATH, body.clone(), &[]), (HITS_PATH, body));
     let answer = br#"{"results":[{"result":"ok"},{"result":"ok"}],"settled":2}"#;
-    assert_eq!(split(2, Some("200"), Some(answer)).1, Some(2));
+    assert_eq!(split(HITS_PATH, 2, Some("200"), Some(answer)).1, Some(2));
     let answer = br#"{"results":[{"result":"ok"},{"result":"ok"}]}"#;
-    assert_eq!(split(2, Some("200"), Some(answer)).1, None);
-    assert_eq!(split(2, Some("503"), Some(b"{}")).1, None);
+    assert_eq!(split(HITS_PATH, 2, Some("200"), Some(answer)).1, None);
+    assert_eq!(split(HITS_PATH, 2, Some("503"), Some(b"{}")).1, None);
 }
 
 #[test]
@@ -185,18 +189,18 @@ fn a_failed_call_is_every_hooks_failure() {
         (Some("503"), Some(&b"no healthy upstream"[..])),
         (Some("504"), Some(&b"upstream request timeout"[..])),
     ] {
-        let (shares, _) = split(3, status, body);
+        let (shares, _) = split(HITS_PATH, 3, status, body);
         assert_eq!(shares.len(), 3);
         let alone = parse_reply(status, body).unwrap_err();
         assert!(shares.iter().all(|s| s.as_ref().err() == Some(&alone)));
     }
     // A 200 that isn't one result per hook is unparsable for each.
     for body in [&br#"{"results":[{"result":"ok"}]}"#[..], b"garbage"] {
-        let (shares, _) = split(2, Some("200"), Some(body));
+        let (shares, _) = split(HITS_PATH, 2, Some("200"), Some(body));
         assert_eq!(shares, vec![Err(CallFailure::Unparsable); 2]);
     }
     // One hook: its answer is its own, untouched.
-    let (shares, _) = split(1, Some("200"), Some(br#"{"result":"ok"}"#));
+    let (shares, _) = split(HIT_PATH, 1, Some("200"), Some(br#"{"result":"ok"}"#));
     assert_eq!(shares[0].as_ref().map(|r| &r.answer), Ok(&HitAnswer::Ok));
 }
 
@@ -358,19 +362,42 @@ fn the_root_is_woken_for_a_full_queue_or_when_no_call_would_send_the_waiting() {
 }
 
 #[test]
-fn only_a_batch_carries_settles() {
-    let mut b = Batcher::new();
-    let now = 1_000_000_000;
-    assert_eq!(b.submit(hook(1, now)), Submitted::SendNow);
-    assert_eq!(b.submit(hook(2, now)), Submitted::Queued);
-    b.done(now + 1_000);
-    let one = b.flush(now + 1_000).call.unwrap();
-    assert_eq!(one.path, HIT_PATH);
-    assert!(!one.carries_settles());
-    assert_eq!(b.submit(hook(3, now + 1_000)), Submitted::Queued);
-    assert_eq!(b.submit(hook(4, now + 1_000)), Submitted::Queued);
-    b.done(now + 2_000);
-    let two = b.flush(now + 2_000).call.unwrap();
-    assert_eq!(two.path, HITS_PATH);
-    assert!(two.carries_settles());
+fn a_lone_hit_carrying_settles_goes_as_a_batch_of_one() {
+    let ops = vec![Queued {
+        retries: 0,
+        op: SettleOp::Release { claim: claim() },
+    }];
+    let hit = br#"{"charges":[],"claim":null}"#.to_vec();
+    assert_eq!(
+        with_settle(HIT_PATH, hit.clone(), &[]),
+        (HIT_PATH, hit.clone()),
+        "nothing to carry: the lone hit as it was"
+    );
+    let (path, body) = with_settle(HIT_PATH, hit.clone(), &ops);
+    assert_eq!(path, HITS_PATH);
+    let request: crate::wire::batch::HitsRequest = serde_json::from_slice(&body).unwrap();
+    assert_eq!(request.hits.len(), 1);
+    assert_eq!(request.settle, vec![ops[0].op.clone()]);
+
+    // Its answer is the batch's: the hook's result, and the settles applied.
+    let answer = br#"{"results":[{"result":"duplicate","hook_id":"h0"}],"settled":1}"#;
+    let (share, applied) = own_answer(1, Some("200"), Some(answer));
+    assert_eq!(
+        share.unwrap().answer,
+        HitAnswer::Duplicate {
+            hook_id: "h0".into()
+        }
+    );
+    assert_eq!(applied, Some(true));
+    let (share, applied) = own_answer(1, Some("200"), Some(br#"{"results":[{"result":"ok"}]}"#));
+    assert_eq!(
+        (share.unwrap().answer, applied),
+        (HitAnswer::Ok, Some(false))
+    );
+    let (share, applied) = own_answer(1, Some("504"), Some(b"upstream request timeout"));
+    assert_eq!(share.unwrap_err(), CallFailure::Status("504".into()));
+    assert_eq!(applied, Some(false));
+    // Nothing rode: the single hit's answer, read as before.
+    let (share, applied) = own_answer(0, Some("200"), Some(br#"{"result":"ok"}"#));
+    assert_eq!((share.unwrap().answer, applied), (HitAnswer::Ok, None));
 }

@@ -158,7 +158,10 @@ impl Hook {
         if self.shares_call && permit != CallPermit::Probe {
             return;
         }
-        let Some(transition) = env.breaker().record(now, permit, failure.is_none()) else {
+        let recorded =
+            env.breaker()
+                .record_kept(now, permit, failure.is_none(), env.kept_successes);
+        let Some(transition) = recorded else {
             return;
         };
         env.seen_closed.forget();

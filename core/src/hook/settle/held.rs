@@ -1,13 +1,14 @@
 //! A worker's own settle operations, held for its next batched hit call.
 //!
 //! A hook's settle is made on its worker. Carried on that worker's next
-//! batched hit call (`/v1/hits`), it costs no call of its own and no trip
-//! through the node's queue. So a worker holds what its hooks settle until:
-//! a batch's worth is held (`settle_batch_max`: it goes to the node's queue at
-//! once), or no hit call of this worker is in flight or waiting to carry them,
-//! or the oldest has waited `settle_interval_ms` (hits that leave alone carry
-//! none) — then they go to the node's queue, where any worker's tick drains
-//! them. A hit call takes the oldest first.
+//! hit call (batched, or a lone hit sent as a batch of one), it costs no
+//! call of its own and no trip through the node's queue — at light load
+//! too, where hooks come one at a time. So a worker holds what its hooks
+//! settle until: a batch's worth is held (`settle_batch_max`: it goes to the
+//! node's queue at once), or the oldest has waited `settle_interval_ms` with
+//! no hit call leaving to carry it (the worker went quiet) — then they go to
+//! the node's queue, where any worker's tick drains them. A hit call takes
+//! the oldest first.
 
 use crate::hook::settle::Queued;
 
@@ -41,11 +42,10 @@ impl Held {
     }
 
     /// Whether the held operations go to the node's queue now: some are held
-    /// and either no hit call is in flight or waiting to carry them (`busy`
-    /// false), or the oldest has waited `interval_ms`.
-    pub fn spill_due(&self, busy: bool, now_us: u64, interval_ms: u64) -> bool {
+    /// and the oldest has waited `interval_ms` for a hit call to carry it.
+    pub fn spill_due(&self, now_us: u64, interval_ms: u64) -> bool {
         !self.items.is_empty()
-            && (!busy || now_us.saturating_sub(self.oldest_us) >= interval_ms.saturating_mul(1_000))
+            && now_us.saturating_sub(self.oldest_us) >= interval_ms.saturating_mul(1_000)
     }
 
     pub fn len(&self) -> usize {
@@ -109,16 +109,17 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_worker_spills_at_once_a_busy_one_after_the_interval() {
+    fn held_operations_wait_the_interval_for_a_call_to_carry_them() {
         let mut held = Held::default();
-        assert!(!held.spill_due(false, NOW, 20), "nothing held");
+        assert!(!held.spill_due(NOW, 20), "nothing held");
         held.hold(op(0), NOW, 100);
-        assert!(held.spill_due(false, NOW, 20), "no call to ride on");
-        assert!(!held.spill_due(true, NOW + 19_999, 20));
-        assert!(held.spill_due(true, NOW + 20_000, 20));
+        // No call in flight: the next hit, alone or not, may still carry it.
+        assert!(!held.spill_due(NOW, 20));
+        assert!(!held.spill_due(NOW + 19_999, 20));
+        assert!(held.spill_due(NOW + 20_000, 20));
         // The interval runs from the oldest: a newer one doesn't restart it.
         held.hold(op(1), NOW + 15_000, 100);
-        assert!(held.spill_due(true, NOW + 20_000, 20));
+        assert!(held.spill_due(NOW + 20_000, 20));
     }
 
     #[test]
@@ -127,14 +128,14 @@ mod tests {
         held.hold(op(0), NOW, 100);
         held.take(1);
         held.hold(op(1), NOW + 30_000, 100);
-        assert!(!held.spill_due(true, NOW + 40_000, 20));
-        assert!(held.spill_due(true, NOW + 50_000, 20));
+        assert!(!held.spill_due(NOW + 40_000, 20));
+        assert!(held.spill_due(NOW + 50_000, 20));
     }
 
     #[test]
     fn a_clock_stepped_back_does_not_underflow() {
         let mut held = Held::default();
         held.hold(op(0), NOW, 100);
-        assert!(!held.spill_due(true, NOW - 1_000_000, 20));
+        assert!(!held.spill_due(NOW - 1_000_000, 20));
     }
 }

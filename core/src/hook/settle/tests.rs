@@ -79,7 +79,10 @@ fn a_batch_leaves_only_when_queued_idle_closed_and_leased() {
     let s = store();
     ensure_keys(&s, [BREAKER_KEY.to_string()]);
     let policy = BreakerPolicy::default();
-    let due = |in_flight, now_us| drain_due(&s, in_flight, policy, || now_us, 50);
+    let due = |in_flight, now_us| {
+        let depth = read_u64(&s, DEPTH_KEY).0;
+        drain_due(&s, in_flight, depth, policy, || now_us, 50)
+    };
     assert!(!due(false, 1_000_000), "nothing queued");
     reserve(&s, 10);
     assert!(

@@ -16,7 +16,8 @@
 //! Every Envoy runs with one worker pinned to one core (`taskset`), and
 //! everything else (Redis, the store, the intake, this load generator) on
 //! another. Envoy's CPU per hook is Δ(utime+stime) from `/proc/<pid>/stat`
-//! over the 2xx answers. Two modes: `sequential` loads one Envoy at a time,
+//! over the 2xx answers; every variant calling a store has a store and Redis
+//! of its own, whose CPU per hook is added for a total. Two modes: `sequential` loads one Envoy at a time,
 //! in rounds whose order alternates (forward, then backward), so a drift in
 //! what else the machine does falls on every variant alike; `concurrent`
 //! loads every Envoy at once on the same core (the clients split evenly), so
@@ -28,19 +29,24 @@ use ankusa_testkit::envoy::{Edge, EdgeSpec};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::paths;
 use ankusa_testkit::ports::free_port;
-use ankusa_testkit::redis::Redis;
-use ankusa_testkit::store::Store;
 use ankusa_tools::children::stop_children_on_exit;
 use ankusa_tools::floors;
-use ankusa_tools::load::{self, LoadSpec};
+use ankusa_tools::load;
 use clap::{Parser, ValueEnum};
 use std::time::Duration;
 
+mod backend;
+mod cpu;
+mod hooks;
 mod measure;
+mod profile;
 mod report;
 mod variants;
-use measure::{allowed_cpus, clock_tick, pin, Shared, Snapshot, Tally};
-use variants::{Variant, BODY, PATH, SIGNED_BODY};
+use backend::Backend;
+use cpu::clock_tick;
+use hooks::load_spec;
+use measure::{allowed_cpus, pin, Snapshot, Tally};
+use variants::Variant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Mode {
@@ -55,9 +61,14 @@ enum Mode {
 #[derive(Parser)]
 #[command(name = "bench-edge", version)]
 pub struct Args {
-    /// Concurrent keep-alive clients (split evenly between the Envoys in concurrent mode).
+    /// Concurrent keep-alive clients (split evenly between the Envoys in
+    /// concurrent mode, unless `--per-envoy` says how many each gets).
     #[arg(long, default_value_t = 32)]
     clients: usize,
+    /// Concurrent mode: clients per Envoy, one load after another (e.g.
+    /// `1,4,32`: every variant at 1 client, then at 4, then at 32).
+    #[arg(long, value_delimiter = ',')]
+    per_envoy: Vec<usize>,
     /// Measured seconds per variant per round.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
@@ -88,6 +99,11 @@ pub struct Args {
     /// (B) and (C) beside this tree's (b) and (c) for a paired before/after.
     #[arg(long)]
     baseline_wasm: Option<std::path::PathBuf>,
+    /// Concurrent mode: `perf record` the Envoys' core during each load's
+    /// rounds into this directory, and split each Envoy's CPU per hook by
+    /// where it ran (see `profile`).
+    #[arg(long)]
+    perf: Option<std::path::PathBuf>,
 }
 
 fn main() {
@@ -132,43 +148,6 @@ fn chosen(only: &str) -> Result<Vec<Variant>, String> {
     Ok(picked)
 }
 
-/// What every client of `variant` sends to `edge` for `duration`.
-fn load_spec(
-    variant: &Variant,
-    edge: &Edge,
-    tag: &str,
-    clients: usize,
-    duration: Duration,
-) -> LoadSpec {
-    let mut headers = vec![
-        ("content-type".to_string(), "application/json".to_string()),
-        // A fresh delivery per hook: none is a duplicate, every one a claim.
-        (
-            "x-github-delivery".to_string(),
-            format!("{tag}-{}-{{i}}", variant.key),
-        ),
-        ("x-intake-status".to_string(), "201".to_string()),
-    ];
-    let body = if variant.signed {
-        headers.push(("x-hub-signature-256".to_string(), variants::signature()));
-        SIGNED_BODY
-    } else {
-        BODY
-    };
-    LoadSpec {
-        url: edge.url(PATH),
-        method: "POST".to_string(),
-        headers,
-        body: body.to_string(),
-        clients,
-        duration,
-        expect_body: None,
-        timeout: Duration::from_secs(10),
-        rate: None,
-        max_requests: None,
-    }
-}
-
 fn run(args: &Args) -> Result<Vec<String>, String> {
     let measured = seconds("seconds", args.seconds)?;
     let warmup = seconds("warmup-seconds", args.warmup_seconds)?;
@@ -176,6 +155,12 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
         return Err("--rounds must be at least 1, got 0".to_string());
     }
     let chosen = chosen(&args.only)?;
+    if args.per_envoy.contains(&0) {
+        return Err(format!(
+            "--per-envoy {:?}: every load needs at least 1 client",
+            args.per_envoy
+        ));
+    }
     for needed in [
         paths::target_dir().join("release/ankusa-store"),
         paths::target_dir().join("release/intake"),
@@ -202,21 +187,26 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
         // Before any child starts: they inherit it; each Envoy is moved after.
         pin(std::process::id(), args.rest_cpu)?;
     }
-    let redis = Redis::start();
-    let store = Store::start(&redis.url());
-    if !store.wait_ready(Duration::from_secs(10)) {
-        return Err(format!(
-            "ankusa-store never reached Redis:\n{}",
-            store.proc.log_tail()
-        ));
+    // Every variant calling a store has its own store and Redis: their CPU
+    // per hook is that variant's alone, in both modes.
+    let mut backends = Vec::new();
+    for v in &chosen {
+        backends.push(if v.needs_store() {
+            Some(Backend::start()?)
+        } else {
+            None
+        });
     }
     // The hooks carry `x-intake-status: 201` (answered without storing).
     let intake = Intake::start_obeying();
     let dead_store = free_port();
 
     let mut edges = Vec::new();
-    for v in &chosen {
-        let store_port = if v.store_down { dead_store } else { store.port };
+    for (v, backend) in chosen.iter().zip(&backends) {
+        let store_port = match backend {
+            Some(b) if !v.store_down => b.store.port,
+            _ => dead_store,
+        };
         let mut spec = EdgeSpec::new(
             &format!("bench-{}", v.key),
             intake.port,
@@ -242,7 +232,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
     } else {
         "none (every process may run on every core)".to_string()
     };
-    report::print_facts(args, &redis, &pinning);
+    report::print_facts(args, &pinning);
 
     for (v, edge) in chosen.iter().zip(&edges) {
         load::run(&load_spec(v, edge, "warm", args.clients, warmup))?;
@@ -264,13 +254,6 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
     }
 
     let tick = clock_tick();
-    let others = [
-        store.proc.pid(),
-        redis.proc.pid(),
-        intake.proc.pid(),
-        std::process::id(),
-    ];
-    let shared = || Shared::read(&store, &redis, &others, tick);
     let mut problems = Vec::new();
     let sequential = matches!(args.mode, Mode::Sequential | Mode::Both);
     let concurrent = matches!(args.mode, Mode::Concurrent | Mode::Both);
@@ -283,13 +266,12 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
                 order.reverse();
             }
             for i in order {
-                let (v, edge) = (&chosen[i], &edges[i]);
+                let (v, edge, backend) = (&chosen[i], &edges[i], backends[i].as_ref());
                 let spec = load_spec(v, edge, &format!("seq{round}"), args.clients, measured);
-                let (before, s0) = (Snapshot::before(edge, tick), shared());
+                let before = Snapshot::before(edge, backend, tick);
                 let report = load::run(&spec)?;
-                let (after, s1) = (Snapshot::after(edge, tick), shared());
+                let after = Snapshot::after(edge, backend, tick);
                 tallies[i].add(&report, before, after);
-                tallies[i].add_shared(s1.since(s0));
             }
         }
         problems.extend(finish(
@@ -301,38 +283,63 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
     }
 
     if concurrent {
-        let mut tallies = vec![Tally::default(); chosen.len()];
-        let each = (args.clients / chosen.len()).max(1);
-        for round in 0..args.rounds {
-            let specs = chosen
-                .iter()
-                .zip(&edges)
-                .map(|(v, e)| load_spec(v, e, &format!("con{round}"), each, measured))
-                .collect();
-            let before: Vec<Snapshot> = edges.iter().map(|e| Snapshot::before(e, tick)).collect();
-            let s0 = shared();
-            let reports = load::run_all(specs)?;
-            let after: Vec<Snapshot> = edges.iter().map(|e| Snapshot::after(e, tick)).collect();
-            let mut s1 = shared().since(s0);
-            // The load generator serves every Envoy at once: no variant owns the others' CPU.
-            s1.others_cpu = 0.0;
-            // Several variants calling the store share its counts in proportion to their hooks.
-            let store_hooks: u64 = (0..chosen.len())
-                .filter(|&i| chosen[i].hits_store())
-                .map(|i| reports[i].ok)
-                .sum();
-            for (i, t) in tallies.iter_mut().enumerate() {
-                t.add(&reports[i], before[i], after[i]);
-                if chosen[i].hits_store() && store_hooks > 0 {
-                    t.add_shared(s1.scaled(reports[i].ok as f64 / store_hooks as f64));
-                }
+        let loads = if args.per_envoy.is_empty() {
+            vec![(args.clients / chosen.len()).max(1)]
+        } else {
+            args.per_envoy.clone()
+        };
+        if args.perf.is_some() {
+            let pids: Vec<u32> = edges.iter().map(|e| e.proc.pid()).collect();
+            let idle = profile::idle(&pids, 10.0, tick);
+            println!();
+            println!("Envoy CPU while idle (10 s, no client), µs per second:");
+            for (v, us) in chosen.iter().zip(idle) {
+                println!("  ({}) {us:>8.0}", v.key);
             }
         }
-        let title =
-            format!("concurrent: every Envoy loaded at once on one core, {each} clients each");
-        problems.extend(finish(&title, "concurrent", &chosen, &mut tallies));
+        for each in loads {
+            let mut tallies = vec![Tally::default(); chosen.len()];
+            let recording = match &args.perf {
+                Some(dir) => Some(profile::start(dir, &each.to_string(), args.envoy_cpu)?),
+                None => None,
+            };
+            for round in 0..args.rounds {
+                let specs = chosen
+                    .iter()
+                    .zip(&edges)
+                    .map(|(v, e)| load_spec(v, e, &format!("con{each}-{round}"), each, measured))
+                    .collect();
+                let snap = |at: fn(&Edge, Option<&Backend>, f64) -> Snapshot| -> Vec<Snapshot> {
+                    edges
+                        .iter()
+                        .zip(&backends)
+                        .map(|(e, b)| at(e, b.as_ref(), tick))
+                        .collect()
+                };
+                let before = snap(Snapshot::before);
+                let reports = load::run_all(specs)?;
+                let after = snap(Snapshot::after);
+                for (i, t) in tallies.iter_mut().enumerate() {
+                    t.add(&reports[i], before[i], after[i]);
+                }
+            }
+            let title =
+                format!("concurrent: every Envoy loaded at once on one core, {each} clients each");
+            problems.extend(finish(&title, "concurrent", &chosen, &mut tallies));
+            if let Some(recording) = recording {
+                let file = recording.stop()?;
+                let rows: Vec<(char, Vec<u32>, Option<f64>)> = (0..chosen.len())
+                    .map(|i| {
+                        let tids = profile::threads(edges[i].proc.pid());
+                        (chosen[i].key, tids, tallies[i].envoy_us())
+                    })
+                    .collect();
+                profile::print(&file, &rows);
+            }
+        }
     }
     drop(edges);
+    drop(backends);
     Ok(problems)
 }
 

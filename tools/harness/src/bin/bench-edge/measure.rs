@@ -1,46 +1,17 @@
 //! What bench-edge reads around each measured run: CPU time from `/proc`,
-//! the edges' and the store's counters, Redis's command count; and the
-//! pinning of Envoy to one core and everything else to another.
+//! the edges' counters and those of each variant's own store and Redis
+//! ([`super::backend`]); and the pinning of Envoy to one core and everything
+//! else to another.
 
+use super::backend::{Backend, Counts};
+use super::cpu::cpu_seconds;
 use super::variants::LOCAL_OK;
 use ankusa_testkit::envoy::Edge;
 use ankusa_testkit::http;
 use ankusa_testkit::metrics::find_metric;
-use ankusa_testkit::redis::Redis;
-use ankusa_testkit::store::Store;
 use ankusa_tools::floors;
 use ankusa_tools::load::Report;
 use std::time::Duration;
-
-/// Clock ticks per second, the unit of /proc's CPU times.
-pub fn clock_tick() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-/// User plus system CPU seconds `pid` (all its threads) has used so far; 0 if unreadable.
-pub fn cpu_seconds(pid: u32, tick: f64) -> f64 {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // The command name may hold spaces: fields are counted after the last ')',
-    // where field 3 (state) comes first, so utime (14) and stime (15) are 11 and 12.
-    let Some(rest) = text.rfind(')').map(|i| &text[i + 1..]) else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / tick
-}
 
 /// Moves every thread of `pid` to `cpu` (`taskset -a -p -c`); threads it
 /// starts later inherit it.
@@ -121,82 +92,48 @@ impl EdgeCounts {
     }
 }
 
-/// What the store and Redis did: shared by every edge.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Shared {
-    /// Hits the store's hit calls carried (`ankusa_store_hits_per_call_sum`):
-    /// one per hook that reached it, alone or in a batch.
-    pub store_hits: f64,
-    /// Hit calls (`/v1/hit` or a batch on `/v1/hits`) the store answered.
-    pub store_calls: f64,
-    /// Redis's `total_commands_processed` (the INFO call itself included).
-    pub redis_cmds: f64,
-    /// CPU seconds of the store, Redis, the intake and this process (the load).
-    pub others_cpu: f64,
-}
-
-impl Shared {
-    pub fn read(store: &Store, redis: &Redis, others: &[u32], tick: f64) -> Shared {
-        let text = http::get(&store.url_of("/metrics"))
-            .map(|r| r.text())
-            .unwrap_or_default();
-        let store_hits =
-            ankusa_testkit::metrics::metric_value(&text, "ankusa_store_hits_per_call_sum");
-        let store_calls =
-            ankusa_testkit::metrics::metric_value(&text, "ankusa_store_hits_per_call_count");
-        let redis_cmds = redis.info_number("stats", "total_commands_processed");
-        Shared {
-            store_hits,
-            store_calls,
-            redis_cmds,
-            others_cpu: others.iter().map(|&p| cpu_seconds(p, tick)).sum(),
-        }
-    }
-
-    /// `self` times `share` (a variant's part of counts several variants made together).
-    pub fn scaled(self, share: f64) -> Shared {
-        Shared {
-            store_hits: self.store_hits * share,
-            store_calls: self.store_calls * share,
-            redis_cmds: self.redis_cmds * share,
-            others_cpu: self.others_cpu * share,
-        }
-    }
-
-    pub fn since(self, before: Shared) -> Shared {
-        Shared {
-            store_hits: self.store_hits - before.store_hits,
-            store_calls: self.store_calls - before.store_calls,
-            redis_cmds: self.redis_cmds - before.redis_cmds,
-            others_cpu: self.others_cpu - before.others_cpu,
-        }
-    }
-}
-
-/// One edge's state at one moment: its CPU time and counters.
+/// One edge's state at one moment: its CPU time and counters, and its own
+/// store's and Redis's if it has them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Snapshot {
     pub cpu: f64,
     pub counts: EdgeCounts,
+    pub backend: Counts,
 }
 
 impl Snapshot {
     /// Taken before a run: the counters first, so rendering them (Envoy's
-    /// admin, not a hook) falls outside the CPU measured.
-    pub fn before(edge: &Edge, tick: f64) -> Snapshot {
+    /// admin, the store's `/metrics`, Redis's INFO: not a hook) falls
+    /// outside the CPU measured.
+    pub fn before(edge: &Edge, backend: Option<&Backend>, tick: f64) -> Snapshot {
         let counts = EdgeCounts::read(edge);
+        let mut b = backend.map(Backend::counts).unwrap_or_default();
+        if let Some(backend) = backend {
+            backend.cpu(&mut b, tick);
+        }
         Snapshot {
             cpu: cpu_seconds(edge.proc.pid(), tick),
             counts,
+            backend: b,
         }
     }
 
     /// Taken after a run: the CPU first, for the same reason.
-    pub fn after(edge: &Edge, tick: f64) -> Snapshot {
+    pub fn after(edge: &Edge, backend: Option<&Backend>, tick: f64) -> Snapshot {
         let cpu = cpu_seconds(edge.proc.pid(), tick);
+        let mut b = Counts::default();
+        if let Some(backend) = backend {
+            backend.cpu(&mut b, tick);
+            b = Counts {
+                store_cpu: b.store_cpu,
+                redis_cpu: b.redis_cpu,
+                ..backend.counts()
+            };
+        }
         Snapshot {
             cpu,
             counts: EdgeCounts::read(edge),
+            backend: b,
         }
     }
 }
@@ -213,10 +150,12 @@ pub struct Tally {
     pub latencies_us: Vec<u32>,
     pub envoy_cpu: f64,
     pub counts: EdgeCounts,
-    /// The store's and Redis's work, where this variant alone caused it.
-    pub shared: Shared,
+    /// The work of the variant's own store and Redis (none: zeros).
+    pub backend: Counts,
     /// Envoy CPU µs per 2xx answer in each round.
     pub per_round_us: Vec<f64>,
+    /// Envoy + store + Redis CPU µs per 2xx answer in each round.
+    pub per_round_total_us: Vec<f64>,
 }
 
 impl Tally {
@@ -230,18 +169,18 @@ impl Tally {
         self.latencies_us.extend(&report.latencies_us);
         self.envoy_cpu += cpu;
         self.counts.add(after.counts.since(before.counts));
-        self.per_round_us.push(if report.ok > 0 {
-            cpu * 1e6 / report.ok as f64
-        } else {
-            f64::NAN
-        });
-    }
-
-    pub fn add_shared(&mut self, s: Shared) {
-        self.shared.store_hits += s.store_hits;
-        self.shared.store_calls += s.store_calls;
-        self.shared.redis_cmds += s.redis_cmds;
-        self.shared.others_cpu += s.others_cpu;
+        self.backend.add(after.backend.since(before.backend));
+        let b = after.backend.since(before.backend);
+        let per_hook = |x: f64| {
+            if report.ok > 0 {
+                x * 1e6 / report.ok as f64
+            } else {
+                f64::NAN
+            }
+        };
+        self.per_round_us.push(per_hook(cpu));
+        self.per_round_total_us
+            .push(per_hook(cpu + b.store_cpu + b.redis_cpu));
     }
 
     pub fn finish(&mut self) {
@@ -266,6 +205,12 @@ impl Tally {
         (self.ok > 0).then(|| self.envoy_cpu * 1e6 / self.ok as f64)
     }
 
+    /// Envoy, store and Redis CPU µs per 2xx answer; `None` without one.
+    pub fn total_us(&self) -> Option<f64> {
+        let b = &self.backend;
+        (self.ok > 0).then(|| (self.envoy_cpu + b.store_cpu + b.redis_cpu) * 1e6 / self.ok as f64)
+    }
+
     /// `x` per 2xx answer; 0 without one.
     pub fn per_hook(&self, x: f64) -> f64 {
         if self.ok > 0 {
@@ -279,6 +224,7 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::clock_tick;
 
     #[test]
     fn a_tally_sums_rounds_and_keeps_each_rounds_cost() {
@@ -298,6 +244,12 @@ mod tests {
                 breaker: 1.0,
                 ..EdgeCounts::default()
             },
+            backend: Counts {
+                store_cpu: cpu / 2.0,
+                redis_cpu: cpu / 4.0,
+                store_hits: admitted,
+                ..Counts::default()
+            },
         };
         t.add(&report(100, 2), snap(1.0, 10.0), snap(1.01, 110.0));
         t.add(&report(300, 1), snap(2.0, 110.0), snap(2.06, 410.0));
@@ -309,9 +261,13 @@ mod tests {
         assert!((t.envoy_us().unwrap() - 175.0).abs() < 1e-6);
         assert!((t.per_round_us[0] - 100.0).abs() < 1e-6);
         assert!((t.per_round_us[1] - 200.0).abs() < 1e-6);
+        assert_eq!(t.backend.store_hits, 400.0);
+        assert!((t.total_us().unwrap() - 175.0 * 1.75).abs() < 1e-6);
+        assert!((t.per_round_total_us[1] - 350.0).abs() < 1e-6);
         assert_eq!(t.percentile_ms(0.5), 1.0);
         assert_eq!(t.percentile_ms(0.99), 2.0);
         assert_eq!(Tally::default().envoy_us(), None);
+        assert_eq!(Tally::default().total_us(), None);
     }
 
     #[test]

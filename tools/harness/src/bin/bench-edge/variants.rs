@@ -43,6 +43,12 @@ impl Variant {
     pub fn hits_store(&self) -> bool {
         self.module == Module::Filter && !self.store_down && self.config.get("fleet").is_some()
     }
+
+    /// Gets a store and Redis of its own: it calls the store (the floor's
+    /// `/healthz`, or hits).
+    pub fn needs_store(&self) -> bool {
+        self.module == Module::Callout || self.hits_store()
+    }
 }
 
 /// The verified variant's secret, passed to Envoy's VM by name.
@@ -359,6 +365,8 @@ mod tests {
 
         let open = get('o');
         assert!(open.store_down && !open.hits_store() && get('c').hits_store());
+        assert!(!open.needs_store() && get('f').needs_store() && get('C').needs_store());
+        assert!(!get('n').needs_store() && !get('b').needs_store());
         let mut open = open.config.clone();
         assert_eq!(open["fleet"]["breaker_open_ms"], BREAKER_OPEN_MS);
         for k in ["breaker_min_calls", "breaker_open_ms"] {

@@ -1,0 +1,130 @@
+//! The store and Redis behind one variant, its own: so the store's and
+//! Redis's CPU per hook belong to that variant alone, in both modes, and a
+//! variant's total CPU per hook (Envoy + store + Redis) can be set beside
+//! another's loaded in the same seconds.
+
+use super::cpu::cpu_seconds;
+use ankusa_testkit::http;
+use ankusa_testkit::metrics::metric_value;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use std::time::Duration;
+
+/// A release `ankusa-store` on a Redis of its own.
+pub struct Backend {
+    pub redis: Redis,
+    pub store: Store,
+}
+
+impl Backend {
+    /// Starts both and waits until the store reaches Redis.
+    pub fn start() -> Result<Backend, String> {
+        let redis = Redis::start();
+        let store = Store::start(&redis.url());
+        if !store.wait_ready(Duration::from_secs(10)) {
+            return Err(format!(
+                "ankusa-store never reached Redis:\n{}",
+                store.proc.log_tail()
+            ));
+        }
+        Ok(Backend { redis, store })
+    }
+
+    /// Its counters; read before [`Backend::cpu`] at a run's start and after
+    /// it at the end, so rendering them is not counted.
+    pub fn counts(&self) -> Counts {
+        let text = http::get(&self.store.url_of("/metrics"))
+            .map(|r| r.text())
+            .unwrap_or_default();
+        Counts {
+            store_hits: metric_value(&text, "ankusa_store_hits_per_call_sum"),
+            store_calls: metric_value(&text, "ankusa_store_hits_per_call_count"),
+            settle_calls: metric_value(
+                &text,
+                r#"ankusa_store_requests_total{endpoint="settle",result="ok"}"#,
+            ),
+            settle_ops: ["promote", "release"]
+                .iter()
+                .map(|op| {
+                    metric_value(
+                        &text,
+                        &format!(r#"ankusa_store_settle_ops_total{{op="{op}"}}"#),
+                    )
+                })
+                .sum(),
+            redis_cmds: self.redis.info_number("stats", "total_commands_processed"),
+            ..Counts::default()
+        }
+    }
+
+    /// The store's and Redis's CPU seconds so far, into `c`.
+    pub fn cpu(&self, c: &mut Counts, tick: f64) {
+        c.store_cpu = cpu_seconds(self.store.proc.pid(), tick);
+        c.redis_cpu = cpu_seconds(self.redis.proc.pid(), tick);
+    }
+}
+
+/// What one variant's store and Redis did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Counts {
+    /// Hits the store's hit calls carried (`ankusa_store_hits_per_call_sum`):
+    /// one per hook that reached it, alone or in a batch.
+    pub store_hits: f64,
+    /// Hit calls (`/v1/hit` or a batch on `/v1/hits`) the store answered.
+    pub store_calls: f64,
+    /// Settle calls of their own (`/v1/settle`) the store answered.
+    pub settle_calls: f64,
+    /// Settle operations the store applied (on settle calls or riding on hit calls).
+    pub settle_ops: f64,
+    /// Redis's `total_commands_processed` (the INFO call itself included).
+    pub redis_cmds: f64,
+    /// CPU seconds of the store and of Redis.
+    pub store_cpu: f64,
+    pub redis_cpu: f64,
+}
+
+impl Counts {
+    pub fn since(self, before: Counts) -> Counts {
+        Counts {
+            store_hits: self.store_hits - before.store_hits,
+            store_calls: self.store_calls - before.store_calls,
+            settle_calls: self.settle_calls - before.settle_calls,
+            settle_ops: self.settle_ops - before.settle_ops,
+            redis_cmds: self.redis_cmds - before.redis_cmds,
+            store_cpu: self.store_cpu - before.store_cpu,
+            redis_cpu: self.redis_cpu - before.redis_cpu,
+        }
+    }
+
+    pub fn add(&mut self, o: Counts) {
+        self.store_hits += o.store_hits;
+        self.store_calls += o.store_calls;
+        self.settle_calls += o.settle_calls;
+        self.settle_ops += o.settle_ops;
+        self.redis_cmds += o.redis_cmds;
+        self.store_cpu += o.store_cpu;
+        self.redis_cpu += o.redis_cpu;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_subtract_and_sum_field_by_field() {
+        let c = |n: f64| Counts {
+            store_hits: n,
+            store_calls: n / 2.0,
+            settle_calls: n / 4.0,
+            settle_ops: n,
+            redis_cmds: n * 8.0,
+            store_cpu: n / 100.0,
+            redis_cpu: n / 50.0,
+        };
+        let mut sum = Counts::default();
+        sum.add(c(30.0).since(c(10.0)));
+        sum.add(c(10.0));
+        assert_eq!(sum, c(30.0));
+    }
+}
