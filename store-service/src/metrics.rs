@@ -36,8 +36,9 @@ pub struct Metrics {
     pub settle_queued_ops: IntGauge,
     /// `ankusa_store_live_edges`: edges heard from within the live-edge TTL.
     pub live_edges: IntGauge,
-    /// `ankusa_store_cluster_redirects_total{reply}`: hits a Cluster node did not
-    /// run and the store sent again (`moved`, `ask`, `tryagain`).
+    /// `ankusa_store_cluster_redirects_total{reply}`: hits Redis did not run and
+    /// the store sent again (`moved`, `ask`, `tryagain`; `noscript`: its script
+    /// cache was empty).
     pub redirects: IntCounterVec,
     /// `ankusa_store_cluster_redirects_unfinished_total`: hits still redirected
     /// when their rounds or their caller's budget ran out (answered `redis_unavailable`).
@@ -85,7 +86,7 @@ impl Metrics {
         let redirects = IntCounterVec::new(
             Opts::new(
                 "ankusa_store_cluster_redirects_total",
-                "Hits a Redis Cluster node did not run (MOVED, ASK, TRYAGAIN), sent again, by reply.",
+                "Hits Redis did not run (MOVED, ASK, TRYAGAIN, NOSCRIPT), sent again, by reply.",
             ),
             &["reply"],
         )

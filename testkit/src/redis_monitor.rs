@@ -1,6 +1,8 @@
 //! `MONITOR` on some Redis nodes, to count what each node really ran: Redis
 //! feeds a command to its monitors once it has executed it, so a command
-//! refused with a redirect (`MOVED`, `ASK`, `TRYAGAIN`) is never listed.
+//! refused with a redirect (`MOVED`, `ASK`, `TRYAGAIN`) is never listed. An
+//! `EVALSHA` answered `NOSCRIPT` is (it ran and found no script): a script's
+//! runs are counted by the commands it runs itself, which are listed too.
 
 use crate::process::{scratch_dir, Proc};
 use std::path::PathBuf;
@@ -69,8 +71,8 @@ impl Monitor {
             .collect()
     }
 
-    /// How many times, on every node together, a client (not a script) ran
-    /// `command` with an argument equal to `arg`, up to now.
+    /// How many times, on every node together, a script ran `command` with
+    /// an argument equal to `arg`, up to now.
     pub fn count(&self, command: &str, arg: &str) -> usize {
         self.watches
             .iter()
@@ -85,7 +87,7 @@ impl Monitor {
         let arg = format!("\"{arg}\"");
         self.lines(port)
             .into_iter()
-            .filter(|l| !l.contains(" lua]"))
+            .filter(|l| l.contains(" lua]"))
             .filter(|l| {
                 let mut words = l.split_whitespace().skip(3);
                 words

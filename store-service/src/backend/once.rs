@@ -1,10 +1,11 @@
 //! Commands that must run at most once (hits: a hit is not idempotent),
-//! sent in one pipeline and, on a Cluster, followed where the Cluster sends
-//! them: a command answered `MOVED`, `ASK` or `TRYAGAIN` did not run on that
-//! node, so it alone is sent again, to the node named (after `ASKING` for
-//! `ASK`, after a short pause for `TRYAGAIN`), until it runs, the rounds run
-//! out or the caller's deadline comes. A command whose pipeline failed in
-//! flight is never sent again: it may have run.
+//! sent in one pipeline and followed where Redis sends them: a command
+//! answered `NOSCRIPT` (a Redis that lost its script cache), `MOVED`, `ASK`
+//! or `TRYAGAIN` did not run on that node, so it alone is sent again: after
+//! the script loads, to the node named (after `ASKING` for `ASK`), after a
+//! short pause for `TRYAGAIN`, until it runs, the rounds run out or the
+//! caller's deadline comes. A command whose pipeline failed in flight is
+//! never sent again: it may have run.
 
 use super::direct::Addr;
 use super::{Backend, Node};
@@ -38,6 +39,8 @@ pub enum Next {
     Ask(Addr),
     /// `TRYAGAIN`: the same node, after a pause.
     TryAgain,
+    /// `NOSCRIPT`: the same node, after the script loads.
+    NoScript,
 }
 
 /// What a reply asks of its command.
@@ -50,8 +53,19 @@ pub fn next(reply: &Value) -> Next {
         "MOVED" => redirect().map_or(Next::Done, |(slot, addr)| Next::Moved(slot, addr)),
         "ASK" => redirect().map_or(Next::Done, |(_, addr)| Next::Ask(addr)),
         "TRYAGAIN" => Next::TryAgain,
+        "NOSCRIPT" => Next::NoScript,
         _ => Next::Done,
     }
+}
+
+/// A command that did not run: where it goes next, whether that is a hop
+/// (another node, or the same after the loads) or waits a pause first, and
+/// why, for the answer if it never runs.
+struct Step {
+    to: Target,
+    hop: bool,
+    pause: bool,
+    why: String,
 }
 
 /// Where one round sends a command.
@@ -59,14 +73,17 @@ pub fn next(reply: &Value) -> Next {
 struct Target {
     node: Node,
     asking: bool,
+    /// Whether the round sends the script loads first.
+    load: bool,
 }
 
 impl Backend {
-    /// Runs each of `cmds` at most once on `node`, each after `loads`
-    /// (commands whose replies are dropped, such as `SCRIPT LOAD`, sent again
-    /// on every node a round goes to), following the Cluster's redirects
-    /// until `deadline`. One reply per command, in order; second, how long
-    /// the rounds waited for Redis.
+    /// Runs each of `cmds` at most once on `node`, following Redis's
+    /// redirects until `deadline`; `loads` (commands whose replies are
+    /// dropped: the `SCRIPT LOAD`s of the scripts `cmds` call by hash) go
+    /// first in a round after a `NOSCRIPT` and in every round to another
+    /// node. One reply per command, in order; second, how long the rounds
+    /// waited for Redis.
     pub async fn run_once(
         &self,
         node: &Node,
@@ -78,6 +95,7 @@ impl Backend {
         let first = Target {
             node: node.clone(),
             asking: false,
+            load: false,
         };
         let mut todo: Vec<(usize, Target)> = (0..cmds.len()).map(|i| (i, first.clone())).collect();
         let mut waited = Duration::ZERO;
@@ -109,37 +127,13 @@ impl Backend {
                 match sent {
                     Ok(values) => {
                         for (i, value) in group.into_iter().zip(values) {
-                            match next(&value) {
-                                Next::Done => replies[i] = Some(Ok(value)),
-                                Next::Moved(slot, addr) => {
-                                    self.metrics.redirects.with_label_values(&["moved"]).inc();
-                                    self.moved(slot, &addr);
-                                    hopped = true;
-                                    last_refusal = Some(format!("slot {slot} moved"));
-                                    let node = Node::Master(addr);
-                                    again.push((
-                                        i,
-                                        Target {
-                                            node,
-                                            asking: false,
-                                        },
-                                    ));
-                                }
-                                Next::Ask(addr) => {
-                                    self.metrics.redirects.with_label_values(&["ask"]).inc();
-                                    hopped = true;
-                                    last_refusal = Some("a slot is migrating".into());
-                                    let node = Node::Master(addr);
-                                    again.push((i, Target { node, asking: true }));
-                                }
-                                Next::TryAgain => {
-                                    self.metrics
-                                        .redirects
-                                        .with_label_values(&["tryagain"])
-                                        .inc();
-                                    pause = true;
-                                    last_refusal = Some("a slot's keys are moving".into());
-                                    again.push((i, target.clone()));
+                            match self.follow(&target, &value) {
+                                None => replies[i] = Some(Ok(value)),
+                                Some(step) => {
+                                    hopped |= step.hop;
+                                    pause |= step.pause;
+                                    last_refusal = Some(step.why);
+                                    again.push((i, step.to));
                                 }
                             }
                         }
@@ -176,6 +170,51 @@ impl Backend {
         (replies, waited)
     }
 
+    /// Where a command whose reply is `reply` goes next, counted; `None`
+    /// when it ran (or failed for good).
+    fn follow(&self, target: &Target, reply: &Value) -> Option<Step> {
+        let step = |to: Target, hop: bool, pause: bool, why: String| Step {
+            to,
+            hop,
+            pause,
+            why,
+        };
+        let (kind, step) = match next(reply) {
+            Next::Done => return None,
+            Next::Moved(slot, addr) => {
+                self.moved(slot, &addr);
+                let to = Target {
+                    node: Node::Master(addr),
+                    asking: false,
+                    load: true,
+                };
+                ("moved", step(to, true, false, format!("slot {slot} moved")))
+            }
+            Next::Ask(addr) => {
+                let to = Target {
+                    node: Node::Master(addr),
+                    asking: true,
+                    load: true,
+                };
+                ("ask", step(to, true, false, "a slot is migrating".into()))
+            }
+            Next::NoScript => {
+                let to = Target {
+                    load: true,
+                    ..target.clone()
+                };
+                let why = "the script cache was empty".into();
+                ("noscript", step(to, true, false, why))
+            }
+            Next::TryAgain => {
+                let why = "a slot's keys are moving".into();
+                ("tryagain", step(target.clone(), false, true, why))
+            }
+        };
+        self.metrics.redirects.with_label_values(&[kind]).inc();
+        Some(step)
+    }
+
     /// One pipeline: `loads`, then the commands of `group` (each after
     /// `ASKING` when the target asks it), to the target's node, within
     /// `deadline`. The replies of the commands of `group`, in order.
@@ -187,6 +226,7 @@ impl Backend {
         group: &[usize],
         deadline: Instant,
     ) -> Result<Vec<Value>, StoreError> {
+        let loads = if target.load { loads } else { &[] };
         let mut pipe = Pipeline::new();
         for load in loads {
             pipe.add_command(load.clone());

@@ -3,9 +3,10 @@
 //!
 //! Each hit is read and checked on its own: a malformed one is answered with
 //! its own `bad_request` (naming `hits[i]` and the field) and the others run.
-//! Every pipeline starts with `SCRIPT LOAD` of the hit script, so a Redis
-//! that lost its script cache (restart, `SCRIPT FLUSH`) runs the batch all
-//! the same: no hit is ever sent twice, as a hit is not idempotent.
+//! The hits call the hit script by its hash; a Redis that lost its script
+//! cache (restart, `SCRIPT FLUSH`) answers those `NOSCRIPT` without running
+//! them, and they alone are sent again after `SCRIPT LOAD`: no hit is ever
+//! sent twice, as a hit is not idempotent.
 
 use super::hit::{answer_of, hit_cmd, result_of, script_load};
 use super::{budget, count, json, read_json, resend_deadline, within, Reply, Shared};
@@ -168,11 +169,11 @@ async fn execute(
     (out, settles_ok)
 }
 
-/// One pipeline to `node`: `SCRIPT LOAD` of the hit script (and of the
-/// settle script, with settle operations among `ops`), one EVALSHA per hit, then
-/// the settle operations. Each hit gets its own reply, or its own error;
-/// a hit a Cluster node did not run (a slot moving) is sent again to where
-/// the Cluster says, by itself, until `deadline` (see `Backend::run_once`).
+/// One pipeline to `node`: one EVALSHA per hit, then the settle operations.
+/// Each hit gets its own reply, or its own error; a hit Redis did not run
+/// (its script cache empty: after `SCRIPT LOAD` of the scripts; a Cluster
+/// slot moving: where the Cluster says) is sent again by itself, until
+/// `deadline` (see `Backend::run_once`).
 /// Second: whether every settle operation was applied. Third: how long the
 /// pipelines waited for Redis, recorded on each hit's span with its result.
 async fn send(
