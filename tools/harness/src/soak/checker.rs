@@ -25,6 +25,8 @@ pub struct Evidence {
     pub intake_duplicates_caught: u64,
     pub forged_sent: u64,
     pub forged_rejected: u64,
+    /// Forgeries that got no answer at all (sent to an edge a fault killed).
+    pub forged_unanswered: u64,
     pub windows: Vec<Window>,
     pub rss: Vec<Rss>,
     /// The warm-up's length (s): a process's level is its first reading
@@ -132,8 +134,11 @@ pub fn judge(e: &Evidence) -> Verdict {
         ),
         check(
             "forgeries refused",
-            e.forged_rejected == e.forged_sent,
-            format!("{} answered 401", e.forged_rejected),
+            e.forged_rejected + e.forged_unanswered == e.forged_sent,
+            format!(
+                "{} answered 401 ({} got no answer: no edge listening)",
+                e.forged_rejected, e.forged_unanswered
+            ),
             format!("{} (every one sent)", e.forged_sent),
         ),
     ];

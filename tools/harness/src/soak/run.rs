@@ -222,6 +222,7 @@ pub fn run(plan: &Plan) -> Report {
         intake_duplicates_caught: figures::intake_duplicates_caught(&fleet.intake.url()),
         forged_sent: outcome.tally.forged_sent,
         forged_rejected: outcome.tally.forged_rejected,
+        forged_unanswered: outcome.tally.forged_unanswered,
         windows: windows(&live.metered.all(), &gauges, plan.traffic),
         rss,
         warm_up_s: warm.as_secs_f64(),

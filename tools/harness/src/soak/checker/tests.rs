@@ -88,6 +88,10 @@ fn an_unacknowledged_event_or_an_admitted_forgery_fails() {
     e.acknowledged_events = 99;
     e.forged_rejected = 4;
     assert_eq!(failed(&e), ["events acknowledged", "forgeries refused"]);
+    // One sent to an edge that wasn't listening got no answer: not admitted.
+    e.acknowledged_events = 100;
+    e.forged_unanswered = 1;
+    assert!(judge(&e).passed(), "{:?}", judge(&e).failures());
 }
 
 #[test]
