@@ -36,6 +36,8 @@ pub struct Report {
     pub seed: u64,
     pub minutes: f64,
     pub warm_up_s: f64,
+    /// The dedupe window of the edges and the intake.
+    pub dedupe_ttl_s: f64,
     pub schedule: Vec<Slot>,
     pub applied: Vec<Applied>,
     /// Hooks the edges answered without the store, over the run.
@@ -75,10 +77,11 @@ impl Report {
         let t = &self.tally;
         let mut out = vec![
             format!(
-                "soak: seed {}, {} min, warm-up {} s; replay: {}",
+                "soak: seed {}, {} min, warm-up {} s, dedupe window {} s; replay: {}",
                 self.seed,
                 self.minutes,
                 self.warm_up_s,
+                self.dedupe_ttl_s,
                 replay_command(self.minutes, self.seed)
             ),
             format!(

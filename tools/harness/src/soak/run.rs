@@ -30,11 +30,15 @@ pub const LOAD: f64 = 0.8;
 /// Share of events delivered again to another edge, and forged once.
 pub const REDELIVER: f64 = 0.2;
 pub const FORGE: f64 = 0.05;
-/// The dedupe window of the edges and of the intake: far longer than any
-/// redelivery or retry of the run takes to come (the provider's backoff is
-/// capped at 10 s, its request timeout 10 s), short enough that what Redis
-/// and the intake hold for it reaches its steady size within the warm-up.
-pub const DEDUPE_TTL_MS: u64 = 30_000;
+/// The longest dedupe window of the edges and of the intake (a run shorter
+/// than 20 minutes gets a quarter of its traffic). It must be longer than
+/// any copy of an event takes to come after the first was stored: a 30 s
+/// window let 117 events be stored twice in a 30-minute run, their copies
+/// 30–77 s apart, retried behind the 429s of a backlog (after the intake
+/// timing out, at 80 % of the quota a backlog drains at 20 % of it). And it
+/// must be short enough that what Redis and the intake hold for it reaches
+/// its steady size within the warm-up.
+pub const DEDUPE_TTL_MAX: Duration = Duration::from_secs(300);
 /// The secret the provider signs with and the edges verify `gh` with
 /// (a test value, the soak's own).
 const SECRET: &str = "soak-github-webhook-secret";
@@ -49,23 +53,30 @@ const GRACE: Duration = Duration::from_secs(90);
 const GAUGES_EVERY: Duration = Duration::from_secs(1);
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
-/// The warm-up: a tenth of the traffic, at least two dedupe windows, with no
+/// The dedupe window of a run with `traffic`: [`DEDUPE_TTL_MAX`], or a
+/// quarter of the traffic when that is shorter.
+pub fn dedupe_ttl(traffic: Duration) -> Duration {
+    (traffic / 4).min(DEDUPE_TTL_MAX)
+}
+
+/// The warm-up: a third of the traffic, at least two dedupe windows, with no
 /// fault in it. Connections, scripts and Envoy's stats are made by then, and
 /// Redis and the intake hold as many keys as they will (the intake sweeps
-/// its index once a window, so it holds up to two): a process's memory at
-/// its end is the level the check compares with.
+/// its index once a window, so it holds up to two; Redis nodes were seen
+/// growing for the first 12–15 minutes of a 30-minute run, then flat): a
+/// process's memory at its end is the level the check compares with.
 pub fn warm_up(traffic: Duration) -> Duration {
-    (traffic / 10).max(Duration::from_millis(2 * DEDUPE_TTL_MS))
+    (traffic / 3).max(2 * dedupe_ttl(traffic))
 }
 
 /// The plugin configuration of the soak: the fault rows' (metered tenant
-/// included), with `acme` at [`ACME_RATE`], the dedupe window
-/// [`DEDUPE_TTL_MS`] and GitHub signatures verified (so forgeries are refused).
-pub fn soak_config() -> serde_json::Value {
+/// included), with `acme` at [`ACME_RATE`], the dedupe window `ttl` and
+/// GitHub signatures verified (so forgeries are refused).
+pub fn soak_config(ttl: Duration) -> serde_json::Value {
     let mut config = fault_fleet_config();
     config["rate_limits"]["tenants"]["acme"] =
         serde_json::json!({"rate": ACME_RATE, "burst": ACME_BURST});
-    config["sources"]["gh"]["ttl_ms"] = DEDUPE_TTL_MS.into();
+    config["sources"]["gh"]["ttl_ms"] = (ttl.as_millis() as u64).into();
     config["sources"]["gh"]["verify"] =
         serde_json::json!({"scheme": "github", "secret_env": [SECRET_ENV]});
     config
@@ -120,14 +131,14 @@ fn processes_of(fleet: &FaultFleet) -> Vec<Process> {
 /// audit can't read the intake.
 pub fn run(plan: &Plan) -> Report {
     let slots = plan.schedule();
-    let warm = warm_up(plan.traffic);
+    let (warm, ttl) = (warm_up(plan.traffic), dedupe_ttl(plan.traffic));
     let shape = Shape {
         backing: Backing::Cluster,
         edges: EDGES,
-        intake_args: vec!["--dedupe-ttl-ms".into(), DEDUPE_TTL_MS.to_string()],
+        intake_args: vec!["--dedupe-ttl-ms".into(), ttl.as_millis().to_string()],
         vm_env: vec![(SECRET_ENV.into(), SECRET.into())],
     };
-    let mut fleet = FaultFleet::start_shaped(&soak_config(), &shape);
+    let mut fleet = FaultFleet::start_shaped(&soak_config(ttl), &shape);
     let rate = LOAD * ACME_RATE as f64 / (1.0 + REDELIVER);
     let options = Options {
         edges: fleet.edge_urls(),
@@ -239,6 +250,7 @@ pub fn run(plan: &Plan) -> Report {
         seed: plan.seed,
         minutes: plan.traffic.as_secs_f64() / 60.0,
         warm_up_s: warm.as_secs_f64(),
+        dedupe_ttl_s: ttl.as_secs_f64(),
         schedule: slots,
         applied,
         fallbacks: gauges.last().map_or(0.0, |g| g.fallback_sum) as u64,
@@ -273,6 +285,23 @@ fn progress(live: &Live, start: Instant, done: &AtomicBool) {
             metered,
             fault,
             fallbacks
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_run_warms_up_for_a_third_and_a_short_one_for_two_dedupe_windows() {
+        let min = |m: u64| Duration::from_secs(60 * m);
+        assert_eq!((dedupe_ttl(min(30)), warm_up(min(30))), (min(5), min(10)));
+        assert_eq!((dedupe_ttl(min(60)), warm_up(min(60))), (min(5), min(20)));
+        let two = min(2);
+        assert_eq!(
+            (dedupe_ttl(two), warm_up(two)),
+            (Duration::from_secs(30), Duration::from_secs(60))
         );
     }
 }
