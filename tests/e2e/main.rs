@@ -39,4 +39,5 @@ mod intake;
 mod prometheus;
 mod provider;
 mod release;
+mod soak;
 mod traces;

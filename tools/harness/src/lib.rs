@@ -5,6 +5,7 @@
 //! - [`children`]: stopping every child process on a panic or a signal, by PID.
 //! - [`provider`]: the mock webhook provider and its audit of the intake.
 //! - [`faults`]: the fault suite: faults injected under traffic, the audit, the figures.
+//! - [`soak`]: a long run of the fleet under traffic and a random schedule of faults, then its checks.
 //! - [`load`]: a keep-alive HTTP/1.1 load generator (the benchmark scripts' client).
 //! - [`floors`]: the no-op and one-callout wasm filters the edge benchmark compares with.
 //! - [`ids`], [`codec`]: hook ids, seedable randomness, the encodings providers sign with.
@@ -18,3 +19,4 @@ pub mod ids;
 pub mod intake;
 pub mod load;
 pub mod provider;
+pub mod soak;

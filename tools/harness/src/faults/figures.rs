@@ -47,7 +47,7 @@ pub(super) fn store_hit_errors(store: &Store) -> u64 {
 }
 
 /// The intake's count of copies its own index caught (`GET /stats`).
-fn intake_duplicates_caught(intake: &str) -> u64 {
+pub(crate) fn intake_duplicates_caught(intake: &str) -> u64 {
     let url = format!("{}/stats", intake.trim_end_matches('/'));
     ankusa_testkit::http::get(&url)
         .ok()

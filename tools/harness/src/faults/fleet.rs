@@ -1,6 +1,7 @@
 //! The fleet of every row: Redis (single or a Cluster), the store, the
-//! intake and two edges, with a fault proxy in front of the store and one in
-//! front of the intake; and the plugin configuration the edges run.
+//! intake and two edges (N for the soak), with a fault proxy in front of the
+//! store and one in front of the intake; and the plugin configuration the
+//! edges run.
 
 use super::metered;
 use super::scenario::Fault;
@@ -31,15 +32,55 @@ pub(super) const STORE_ARGS: [&str; 2] = ["--edges-refresh-ms", "200"];
 /// so racing redeliveries come back within the run, and a breaker that probes
 /// again after 1 s so resumption shows within the run.
 pub fn row_config(fault: Fault) -> serde_json::Value {
+    let mut config = fault_fleet_config();
+    if fault == Fault::SettleOverflow {
+        config["fleet"]["settle_queue_max"] = 8.into();
+    }
+    config
+}
+
+/// [`row_config`] before any row's own change: what the soak runs too.
+pub fn fault_fleet_config() -> serde_json::Value {
     let mut config = fleet_filter_config();
     config["fleet"]["timeout_ms"] = TIMEOUT_MS.into();
     config["fleet"]["pending_ttl_ms"] = 5000.into();
     config["fleet"]["breaker_open_ms"] = BREAKER_OPEN_MS.into();
-    if fault == Fault::SettleOverflow {
-        config["fleet"]["settle_queue_max"] = 8.into();
-    }
     metered::configure(&mut config);
     config
+}
+
+/// What Redis a fleet runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backing {
+    Single,
+    /// One Redis keeping an append-only file.
+    SingleAof,
+    /// A three-master Redis Cluster, each master with a replica.
+    Cluster,
+}
+
+impl Backing {
+    /// The Redis `fault`'s row runs on.
+    pub fn of(fault: Fault) -> Backing {
+        if fault.on_cluster() {
+            Backing::Cluster
+        } else if fault.redis_aof() {
+            Backing::SingleAof
+        } else {
+            Backing::Single
+        }
+    }
+}
+
+/// A fleet's make-up beyond its plugin configuration.
+#[derive(Clone, Debug)]
+pub struct Shape {
+    pub backing: Backing,
+    pub edges: usize,
+    /// Extra flags of the intake (`--dedupe-ttl-ms N`).
+    pub intake_args: Vec<String>,
+    /// Environment of the edges' plugin VM (a verifying source's secret).
+    pub vm_env: Vec<(String, String)>,
 }
 
 /// Redis, the store, the intake and the edges, with a fault proxy between
@@ -69,18 +110,28 @@ pub struct FaultFleet {
 }
 
 impl FaultFleet {
-    /// The fleet of `fault`'s row: a Redis Cluster with replicas, or one
-    /// Redis (keeping an append-only file when the row needs one).
+    /// The fleet of `fault`'s row: [`EDGES`] edges on a Redis Cluster with
+    /// replicas, or on one Redis (keeping an append-only file when the row
+    /// needs one).
     pub fn start(config: &serde_json::Value, fault: Fault) -> FaultFleet {
+        let shape = Shape {
+            backing: Backing::of(fault),
+            edges: EDGES,
+            intake_args: Vec::new(),
+            vm_env: Vec::new(),
+        };
+        FaultFleet::start_shaped(config, &shape)
+    }
+
+    /// The fleet of `shape`, its edges running `config`.
+    pub fn start_shaped(config: &serde_json::Value, shape: &Shape) -> FaultFleet {
         let dir = scratch_dir("faults");
         let redis_dir = dir.join("redis");
         let _ = std::fs::create_dir_all(&redis_dir);
-        let (redis, cluster) = if fault.on_cluster() {
-            (None, Some(RedisCluster::start_replicated()))
-        } else if fault.redis_aof() {
-            (Some(Redis::start_aof_on(free_port(), &redis_dir)), None)
-        } else {
-            (Some(Redis::start_on(free_port(), &redis_dir)), None)
+        let (redis, cluster) = match shape.backing {
+            Backing::Cluster => (None, Some(RedisCluster::start_replicated())),
+            Backing::SingleAof => (Some(Redis::start_aof_on(free_port(), &redis_dir)), None),
+            Backing::Single => (Some(Redis::start_on(free_port(), &redis_dir)), None),
         };
         let redis_url = match (&redis, &cluster) {
             (Some(r), _) => r.url(),
@@ -94,9 +145,10 @@ impl FaultFleet {
             store.proc.log_tail()
         );
         let store_proxy = FaultProxy::start(store.port);
-        let intake = Intake::start_on(free_port(), &dir.join("intake"), &[]);
+        let intake_args: Vec<&str> = shape.intake_args.iter().map(String::as_str).collect();
+        let intake = Intake::start_on(free_port(), &dir.join("intake"), &intake_args);
         let intake_proxy = Arc::new(FaultProxy::start(intake.port));
-        let mut edges: Vec<Edge> = (1..=EDGES)
+        let mut edges: Vec<Edge> = (1..=shape.edges)
             .map(|i| {
                 // File-based listeners, so a row can reload the plugin configuration;
                 // access logs, so a row can tell the edge's time from the intake's.
@@ -108,7 +160,7 @@ impl FaultFleet {
                     store_port: store_proxy.port,
                     concurrency: 1,
                     filter_config: config.clone(),
-                    vm_env: Vec::new(),
+                    vm_env: shape.vm_env.clone(),
                 })
             })
             .collect();
@@ -153,7 +205,7 @@ impl FaultFleet {
         }
     }
 
-    pub(super) fn admin_urls(&self) -> Vec<String> {
+    pub(crate) fn admin_urls(&self) -> Vec<String> {
         self.edges
             .iter()
             .map(|e| e.admin_url("/stats/prometheus"))
@@ -162,7 +214,7 @@ impl FaultFleet {
 
     /// Every request the edges answered, from their access logs (a replaced
     /// edge's included), with the pid of the edge that answered it.
-    pub(super) fn held(&self) -> Vec<(Held, u32)> {
+    pub(crate) fn held(&self) -> Vec<(Held, u32)> {
         self.old_access_logs
             .iter()
             .cloned()

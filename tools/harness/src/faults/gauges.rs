@@ -7,7 +7,7 @@ use std::time::Duration;
 /// The edges' gauges and counters at one moment (summed or maxed over edges
 /// that answered).
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Sample {
+pub(crate) struct Sample {
     pub at: Duration,
     pub breaker_max: f64,
     pub degraded_max: f64,
@@ -17,7 +17,7 @@ pub(super) struct Sample {
     pub live_edges_min: f64,
 }
 
-pub(super) fn sample(urls: &[String], at: Duration) -> Sample {
+pub(crate) fn sample(urls: &[String], at: Duration) -> Sample {
     let mut s = Sample {
         at,
         ..Sample::default()

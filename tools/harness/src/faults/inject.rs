@@ -6,7 +6,7 @@ use super::cluster::{
 use super::fleet::{row_config, FaultFleet, STORE_ARGS, TIMEOUT_MS};
 use super::scenario::Fault;
 use ankusa_testkit::envoy::Edge;
-use ankusa_testkit::fault::Mode;
+use ankusa_testkit::fault::{FaultProxy, Mode};
 use ankusa_testkit::redis::{cli, Redis};
 use ankusa_testkit::store::Store;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +24,7 @@ pub(super) fn http_answer(status: &str, body: &[u8]) -> Vec<u8> {
 }
 
 /// Breaks what `fault` breaks.
-pub(super) fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
+pub(crate) fn inject(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
     let store_mode = |mode: Mode| fleet.store_proxy.set_mode(mode);
     match fault {
         Fault::StoreKilled => fleet.store.proc.signal("KILL"),
@@ -154,7 +154,7 @@ fn busiest_slot_and_target(fleet: &FaultFleet) -> (u16, u16, u16) {
 }
 
 /// Heals what [`inject`] broke.
-pub(super) fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
+pub(crate) fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBool) {
     match fault {
         Fault::StoreKilled => {
             let port = fleet.store.port;
@@ -237,5 +237,26 @@ pub(super) fn heal(fault: Fault, fleet: &mut FaultFleet, intake_flap: &AtomicBoo
         Fault::IntakeFailing => intake_flap.store(false, Ordering::SeqCst),
         Fault::IntakeTimeout => fleet.intake_proxy.set_mode(Mode::Pass),
         _ => fleet.store_proxy.set_mode(Mode::Pass),
+    }
+}
+
+/// Replaces about half the intake's answers by 503 while `flap` is set
+/// (the intake-failing fault), until `done`.
+pub(crate) fn flap_intake(proxy: &FaultProxy, done: &AtomicBool, flap: &AtomicBool) {
+    let (mut failing, mut touched) = (false, false);
+    while !done.load(Ordering::SeqCst) {
+        if flap.load(Ordering::SeqCst) {
+            failing = !failing;
+            proxy.set_mode(if failing {
+                Mode::Garbage(http_answer("503 Service Unavailable", b"{}"))
+            } else {
+                Mode::Pass
+            });
+            touched = true;
+        } else if touched {
+            proxy.set_mode(Mode::Pass);
+            (failing, touched) = (false, false);
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -16,7 +16,7 @@ pub(super) fn p99_ms(attempts: &[&Attempt]) -> f64 {
 /// The requests the edges answered (with the pid of the edge) that started
 /// within `[from, to)` and, when `ended_by` is given, were over by then (ms
 /// from the run's start).
-pub(super) fn held_within(
+pub(crate) fn held_within(
     held: &[(Held, u32)],
     run_start_unix_ms: u64,
     from: Duration,
@@ -36,7 +36,7 @@ pub(super) fn held_within(
 
 /// The p99 of the time at the edge of `held` (ms), and the same with the
 /// time each request's worker waited for a CPU meanwhile taken out.
-pub(super) fn p99_at_edge_ms(held: &[(Held, u32)], waits: &HashMap<u32, Series>) -> (f64, f64) {
+pub(crate) fn p99_at_edge_ms(held: &[(Held, u32)], waits: &HashMap<u32, Series>) -> (f64, f64) {
     let all = p99_of(
         held.iter()
             .map(|(h, _)| Duration::from_millis(h.at_edge_ms())),

@@ -31,6 +31,11 @@ pub fn configure(config: &mut serde_json::Value) {
 pub struct Attempts(Mutex<Vec<(Duration, bool)>>);
 
 impl Attempts {
+    /// Every attempt so far: (start, admitted).
+    pub fn all(&self) -> Vec<(Duration, bool)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// Admitted hooks that started within `[from, to)`.
     pub fn admitted_within(&self, from: Duration, to: Duration) -> u64 {
         let attempts = self.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -18,11 +18,11 @@
 //!   hold to pass; [`table`]: the rows as the tables of `RELIABILITY.md`.
 
 mod cluster;
-mod figures;
+pub(crate) mod figures;
 pub mod fleet;
-mod gauges;
-mod inject;
-mod latency;
+pub(crate) mod gauges;
+pub(crate) mod inject;
+pub(crate) mod latency;
 pub mod metered;
 pub mod plan;
 pub mod promise;

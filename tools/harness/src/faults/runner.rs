@@ -4,7 +4,7 @@
 use super::figures::{figures, store_hit_errors, Run};
 use super::fleet::{row_config, FaultFleet};
 use super::gauges::sample;
-use super::inject::{heal, http_answer, inject};
+use super::inject::{flap_intake, heal, inject};
 use super::metered::{self, Attempts};
 use super::plan::{Plan, SAMPLE_EVERY};
 use super::row::Row;
@@ -13,7 +13,6 @@ use super::stalls;
 use crate::provider::options::Options;
 use crate::provider::profile::{Profile, DEFAULT_SECRET};
 use crate::provider::run;
-use ankusa_testkit::fault::Mode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -81,27 +80,9 @@ pub fn run_row_with(
                 std::thread::sleep(SAMPLE_EVERY);
             }
         });
-        // Half the intake's answers replaced by 503 while `flap` is set.
         let proxy = fleet.intake_proxy.clone();
         let (done, flap) = (&done, &flap);
-        s.spawn(move || {
-            let (mut failing, mut touched) = (false, false);
-            while !done.load(Ordering::SeqCst) {
-                if flap.load(Ordering::SeqCst) {
-                    failing = !failing;
-                    proxy.set_mode(if failing {
-                        Mode::Garbage(http_answer("503 Service Unavailable", b"{}"))
-                    } else {
-                        Mode::Pass
-                    });
-                    touched = true;
-                } else if touched {
-                    proxy.set_mode(Mode::Pass);
-                    (failing, touched) = (false, false);
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
+        s.spawn(move || flap_intake(&proxy, done, flap));
         std::thread::sleep(plan.fault_at.saturating_sub(start.elapsed()));
         inject(fault, &mut fleet, flap);
         std::thread::sleep(plan.heal_at.saturating_sub(start.elapsed()));

@@ -74,10 +74,16 @@ fn waited_so_far_ms(pid: u32, tid: u32) -> Option<f64> {
 
 /// Reads the wait counters of the workers of `pids` until `done`; a series per pid.
 pub fn watch(pids: &[u32], done: &AtomicBool) -> HashMap<u32, Series> {
+    watch_live(|| pids.to_vec(), done)
+}
+
+/// [`watch`] over the edges `pids()` names at each reading (an edge
+/// restarted mid-run has a new pid).
+pub fn watch_live(pids: impl Fn() -> Vec<u32>, done: &AtomicBool) -> HashMap<u32, Series> {
     let mut tids: HashMap<u32, u32> = HashMap::new();
     let mut series: HashMap<u32, Series> = HashMap::new();
     while !done.load(Ordering::SeqCst) {
-        for &pid in pids {
+        for pid in pids() {
             let tid = match tids.get(&pid) {
                 Some(&tid) => tid,
                 None => match worker_tid(pid) {

@@ -13,7 +13,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use tokio::sync::oneshot;
 
 /// The journal's file name inside `--data-dir`.
@@ -74,8 +74,11 @@ struct Job {
 #[derive(Clone)]
 pub struct Journal {
     jobs: mpsc::Sender<Job>,
-    /// Summaries of every synced hook, in journal order, for `GET /hooks`.
-    hooks: Arc<Mutex<Vec<serde_json::Value>>>,
+    /// The journal, read again for `GET /hooks`: what it holds isn't kept in
+    /// memory, so the intake's memory stays bounded by its index over a long run.
+    path: PathBuf,
+    /// Hooks synced so far.
+    stored: Arc<AtomicU64>,
     /// Copies the index caught since the start, for `GET /stats`.
     caught: Arc<AtomicU64>,
 }
@@ -100,24 +103,23 @@ impl Journal {
             .map_err(|e| format!("cannot sync data dir {}: {e}", dir.display()))?;
         let records = replay(&mut file, &path)?;
         let mut index = HashMap::new();
-        let mut hooks = Vec::with_capacity(records.len());
+        let stored = Arc::new(AtomicU64::new(records.len() as u64));
         for record in records {
             if let Some(key) = record.dedupe_key() {
                 index.insert(key, (record.id.clone(), record.received_ms));
             }
-            hooks.push(record.summary());
         }
-        let hooks = Arc::new(Mutex::new(hooks));
         let caught = Arc::new(AtomicU64::new(0));
         let (jobs, rx) = mpsc::channel();
         let writer = Writer {
             file,
-            path,
+            path: path.clone(),
             index,
             ttl_ms: dedupe_ttl_ms,
-            hooks: hooks.clone(),
+            stored: stored.clone(),
             caught: caught.clone(),
             since_sweep: 0,
+            swept_ms: crate::ids::now_ms(),
         };
         std::thread::Builder::new()
             .name("journal-writer".into())
@@ -125,7 +127,8 @@ impl Journal {
             .map_err(|e| format!("cannot start the journal writer: {e}"))?;
         Ok(Journal {
             jobs,
-            hooks,
+            path,
+            stored,
             caught,
         })
     }
@@ -148,13 +151,31 @@ impl Journal {
     }
 
     /// How many hooks are stored.
-    pub fn stored(&self) -> usize {
-        self.hooks.lock().unwrap_or_else(|p| p.into_inner()).len()
+    pub fn stored(&self) -> u64 {
+        self.stored.load(Ordering::SeqCst)
     }
 
-    /// Every stored hook as `{"id","tenant","source","event_key"}`.
-    pub fn summaries(&self) -> Vec<serde_json::Value> {
-        self.hooks.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// Every stored hook as `{"id","tenant","source","event_key"}`, read
+    /// from the journal: the whole lines of it (a line still being written
+    /// is left for the next read).
+    pub fn summaries(&self) -> Result<Vec<serde_json::Value>, String> {
+        let file = File::open(&self.path)
+            .map_err(|e| format!("cannot open {}: {e}", self.path.display()))?;
+        let mut hooks = Vec::new();
+        let mut reader = BufReader::new(file);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = reader
+                .read_line(&mut line)
+                .map_err(|e| format!("cannot read {}: {e}", self.path.display()))?;
+            if n == 0 || !line.ends_with('\n') {
+                return Ok(hooks);
+            }
+            if let Ok(record) = serde_json::from_str::<Record>(&line) {
+                hooks.push(record.summary());
+            }
+        }
     }
 }
 
@@ -212,9 +233,11 @@ struct Writer {
     path: PathBuf,
     index: HashMap<DedupeKey, (String, u64)>,
     ttl_ms: u64,
-    hooks: Arc<Mutex<Vec<serde_json::Value>>>,
+    stored: Arc<AtomicU64>,
     caught: Arc<AtomicU64>,
     since_sweep: usize,
+    /// When the index was last swept (Unix ms).
+    swept_ms: u64,
 }
 
 impl Writer {
@@ -285,28 +308,27 @@ impl Writer {
             }
             return;
         }
-        {
-            let mut hooks = self.hooks.lock().unwrap_or_else(|p| p.into_inner());
-            for record in &stored {
-                if let Some(key) = record.dedupe_key() {
-                    self.index
-                        .insert(key, (record.id.clone(), record.received_ms));
-                }
-                hooks.push(record.summary());
+        for record in &stored {
+            if let Some(key) = record.dedupe_key() {
+                self.index
+                    .insert(key, (record.id.clone(), record.received_ms));
             }
         }
+        self.stored.fetch_add(stored.len() as u64, Ordering::SeqCst);
         self.sweep(now, stored.len());
         for (job, outcome) in group.into_iter().zip(outcomes) {
             let _ = job.reply.send(outcome);
         }
     }
 
-    /// Drops expired index entries now and then, so the index stays bounded by
-    /// what arrived within one TTL.
+    /// Drops expired index entries now and then (every 10 000 hooks, and
+    /// once a TTL has passed since the last sweep), so the index stays
+    /// bounded by what arrived within two TTLs.
     fn sweep(&mut self, now: u64, added: usize) {
         self.since_sweep += added;
-        if self.since_sweep >= 10_000 {
+        if self.since_sweep >= 10_000 || now.saturating_sub(self.swept_ms) >= self.ttl_ms {
             self.since_sweep = 0;
+            self.swept_ms = now;
             let ttl = self.ttl_ms;
             self.index
                 .retain(|_, (_, at)| now.saturating_sub(*at) < ttl);

@@ -94,10 +94,17 @@ type Answer = Result<Response<Full<Bytes>>, Refusal>;
 async fn answer(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => Ok(json(StatusCode::OK, serde_json::json!({"status": "ok"}))),
-        (&Method::GET, "/hooks") => Ok(json(
-            StatusCode::OK,
-            serde_json::Value::Array(journal.summaries()),
-        )),
+        (&Method::GET, "/hooks") => {
+            let read = tokio::task::spawn_blocking(move || journal.summaries()).await;
+            match read.unwrap_or_else(|e| Err(format!("reading the journal stopped: {e}"))) {
+                Ok(hooks) => Ok(json(StatusCode::OK, serde_json::Value::Array(hooks))),
+                Err(e) => Err(error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "journal_unreadable",
+                    &e,
+                )),
+            }
+        }
         (&Method::GET, "/stats") => Ok(json(
             StatusCode::OK,
             serde_json::json!({

@@ -39,8 +39,12 @@ pub struct Tally {
     pub answers: BTreeMap<u16, u64>,
     /// Forged deliveries sent (`--forge`); not counted in `sent` or `requests`.
     pub forged_sent: u64,
-    /// Forged deliveries answered 401. Must equal `forged_sent`.
+    /// Forged deliveries answered 401. Must equal `forged_sent` less
+    /// `forged_unanswered`.
     pub forged_rejected: u64,
+    /// Forged deliveries that got no HTTP answer (no edge listening: one
+    /// killed, say): neither admitted nor refused.
+    pub forged_unanswered: u64,
     #[serde(skip)]
     pub in_flight: u64,
 }

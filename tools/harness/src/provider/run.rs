@@ -13,6 +13,7 @@ use super::report::{Progress, Tally, Waiting};
 use super::send::worker;
 use crate::ids::Rng;
 use std::cmp::Reverse;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,12 @@ pub struct Outcome {
 }
 
 pub fn run(options: &Options) -> Outcome {
+    run_observed(options, |_| {})
+}
+
+/// [`run`], handing `observe` the tally so far about every second while
+/// the run goes (a long run's progress line).
+pub fn run_observed(options: &Options, observe: impl Fn(&Tally) + Sync) -> Outcome {
     let mut rng = Rng::new(options.seed);
     let unix_s = crate::ids::now_ms() / 1000;
     let mut events: Vec<Event> = (0..options.events)
@@ -44,12 +51,25 @@ pub fn run(options: &Options) -> Outcome {
 
     let shared: Shared = (Mutex::new(board), Condvar::new());
     let path = options.path();
+    let finished = AtomicBool::new(false);
     std::thread::scope(|s| {
-        for _ in 0..options.concurrency.max(1) {
-            s.spawn(|| worker(&shared, options, &events, &path, deadline));
-        }
         if options.progress {
             s.spawn(|| report_progress(&shared, start, deadline));
+        }
+        s.spawn(|| {
+            while !finished.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(200));
+                let tally = lock(&shared).tally.clone();
+                observe(&tally);
+            }
+        });
+        let workers: Vec<_> = (0..options.concurrency.max(1))
+            .map(|_| s.spawn(|| worker(&shared, options, &events, &path, deadline)))
+            .collect();
+        let panicked = workers.into_iter().find_map(|w| w.join().err());
+        finished.store(true, Ordering::SeqCst);
+        if let Some(p) = panicked {
+            std::panic::resume_unwind(p);
         }
     });
     let board = shared.0.into_inner().unwrap_or_else(|p| p.into_inner());

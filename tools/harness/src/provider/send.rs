@@ -86,8 +86,10 @@ pub(super) fn worker(
         }
         if board.deliveries[delivery].kind == Kind::Forged {
             // A forger neither retries nor honours Retry-After.
-            if answer.as_ref().is_ok_and(|a| a.status == 401) {
-                board.tally.forged_rejected += 1;
+            match &answer {
+                Ok(a) if a.status == 401 => board.tally.forged_rejected += 1,
+                Ok(_) => {}
+                Err(_) => board.tally.forged_unanswered += 1,
             }
             board.resolve(delivery, now);
             shared.1.notify_all();
