@@ -144,19 +144,23 @@ pub fn judge(e: &Evidence) -> Verdict {
     ];
     checks.extend(window_checks(&e.windows));
     let memory = memory(e);
-    checks.extend(memory.iter().filter_map(|m| {
+    // Redis Cluster nodes are judged together: a reshard or a failover moves
+    // a slot's keys (a busy tenant's whole dedupe window) from one node to
+    // another, so a node's memory follows the slots it holds.
+    let (redis, others): (Vec<&Memory>, Vec<&Memory>) = memory
+        .iter()
+        .partition(|m| m.process.role.starts_with("redis"));
+    checks.extend(others.iter().filter_map(|m| {
         let (level, last) = m.judged()?;
-        let bound = (level as f64 * (1.0 + RSS_GROWTH)).floor() as u64;
-        Some(check(
-            &format!("rss {}", m.process.role),
-            last <= bound,
-            format!("{last} KiB at the end"),
-            format!(
-                "{bound} KiB ({level} KiB after warm-up + {:.0} %)",
-                RSS_GROWTH * 100.0
-            ),
-        ))
+        Some(rss_check(&format!("rss {}", m.process.role), level, last))
     }));
+    let nodes: Vec<(u64, u64)> = redis.iter().filter_map(|m| m.judged()).collect();
+    if !nodes.is_empty() {
+        let level = nodes.iter().map(|(l, _)| l).sum();
+        let last = nodes.iter().map(|(_, l)| l).sum();
+        let name = format!("rss redis, its {} nodes together", nodes.len());
+        checks.push(rss_check(&name, level, last));
+    }
     let budget = e.timeout_ms + BUDGET_MARGIN_MS;
     checks.push(check(
         "edge p99",
@@ -173,6 +177,21 @@ pub fn judge(e: &Evidence) -> Verdict {
     Verdict { checks, memory }
 }
 
+/// A process's (or processes') memory at the end against its level after
+/// warm-up, plus [`RSS_GROWTH`].
+fn rss_check(name: &str, level: u64, last: u64) -> Check {
+    let bound = (level as f64 * (1.0 + RSS_GROWTH)).floor() as u64;
+    check(
+        name,
+        last <= bound,
+        format!("{last} KiB at the end"),
+        format!(
+            "{bound} KiB ({level} KiB after warm-up + {:.0} %)",
+            RSS_GROWTH * 100.0
+        ),
+    )
+}
+
 /// The worst window while the store answered, against the GCRA bound, and
 /// the worst while it didn't, against the degraded one (each with the fault
 /// rows' allowance, `promise::metered_limit`).
@@ -180,7 +199,7 @@ fn window_checks(windows: &[Window]) -> Vec<Check> {
     let mut out = Vec::new();
     let answered = windows.iter().filter(|w| w.store_answered);
     if let Some(w) = answered.max_by_key(|w| w.admitted) {
-        let allowed = metered_limit(window_quota());
+        let allowed = metered_limit(window_quota(), false);
         out.push(check(
             "metered per 10 s, store answering",
             w.admitted <= allowed,
@@ -195,11 +214,11 @@ fn window_checks(windows: &[Window]) -> Vec<Check> {
         ));
     }
     let alone = windows.iter().filter(|w| !w.store_answered);
-    if let Some(w) =
-        alone.max_by_key(|w| w.admitted as i64 - metered_limit(degraded_quota(w.live_edges)) as i64)
-    {
+    if let Some(w) = alone.max_by_key(|w| {
+        w.admitted as i64 - metered_limit(degraded_quota(w.live_edges), false) as i64
+    }) {
         let quota = degraded_quota(w.live_edges);
-        let allowed = metered_limit(quota);
+        let allowed = metered_limit(quota, false);
         out.push(check(
             "metered per 10 s, store not answering",
             w.admitted <= allowed,

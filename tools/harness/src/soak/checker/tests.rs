@@ -185,3 +185,30 @@ fn the_edge_p99_is_held_to_the_budget_less_cpu_waits() {
     e.p99_edge_running_ms = 300.1;
     assert_eq!(failed(&e), ["edge p99"]);
 }
+
+#[test]
+fn redis_nodes_are_judged_together_as_slots_move_between_them() {
+    let mut e = good();
+    // A slot moves from :7001 to :7002 after warm-up: one node shrinks as
+    // the other grows; together they grew 5 %.
+    e.rss.extend([
+        rss(0.0, "redis:7001", 20, 10_000),
+        rss(60.0, "redis:7001", 20, 10_000),
+        rss(120.0, "redis:7001", 20, 8_000),
+        rss(0.0, "redis:7002", 21, 10_000),
+        rss(60.0, "redis:7002", 21, 10_000),
+        rss(120.0, "redis:7002", 21, 13_000),
+    ]);
+    assert_eq!(failed(&e), Vec::<String>::new());
+    let together = judge(&e)
+        .checks
+        .into_iter()
+        .find(|c| c.name == "rss redis, its 2 nodes together")
+        .expect("one check for the nodes");
+    assert_eq!(together.figure, "21000 KiB at the end");
+    // Together 15 % more: the check fails.
+    e.rss.push(rss(125.0, "redis:7001", 20, 8_000));
+    e.rss.push(rss(125.0, "redis:7002", 21, 15_000));
+    e.rss.push(rss(125.0, "store", 10, 11_000));
+    assert_eq!(failed(&e), ["rss redis, its 2 nodes together"]);
+}
