@@ -266,9 +266,7 @@ enum Failure {
 /// `SCRIPT FLUSH`) runs the batch in the same round trip.
 async fn send(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), Failure> {
     let mut pipe = redis::pipe();
-    pipe.cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(backend.scripts.settle_text);
+    pipe.add_command(backend.scripts.loads[1].clone());
     for entry in entries {
         pipe.add_command(op_cmd(backend, &entry.op));
     }

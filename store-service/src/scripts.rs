@@ -2,7 +2,7 @@
 //! and falls back to loading the script on NOSCRIPT (a restarted Redis has an
 //! empty script cache).
 
-use redis::Script;
+use redis::{Cmd, Script};
 
 /// The GCRA function shared by the hit script and the parity tests.
 pub const GCRA_LUA: &str = include_str!("scripts/gcra.lua");
@@ -11,22 +11,27 @@ const SETTLE_LUA: &str = include_str!("scripts/settle.lua");
 
 pub struct Scripts {
     pub hit: Script,
-    /// The hit script's text, loaded ahead of each `/v1/hits` pipeline.
-    pub hit_text: String,
     /// Promote and release: each moves a claim only while the caller's hook
     /// holds it pending.
     pub settle: Script,
-    /// The settle script's text, loaded ahead of each pipeline that settles.
-    pub settle_text: &'static str,
+    /// `SCRIPT LOAD` of the hit script, then of the settle script: what a
+    /// pipeline of hits (`..1`) or of hits and settles (`..`) sends first
+    /// after a `NOSCRIPT` or a redirect, and a settle flush (`[1]`) every
+    /// time. Built once: each holds a script's text.
+    pub loads: [Cmd; 2],
 }
 
 impl Scripts {
     pub fn new() -> Scripts {
+        let load = |text: &str| {
+            let mut load = redis::cmd("SCRIPT");
+            load.arg("LOAD").arg(text);
+            load
+        };
         Scripts {
             hit: Script::new(&hit_source()),
-            hit_text: hit_source(),
             settle: Script::new(SETTLE_LUA),
-            settle_text: SETTLE_LUA,
+            loads: [load(&hit_source()), load(SETTLE_LUA)],
         }
     }
 }

@@ -88,16 +88,17 @@ impl Backend {
         &self,
         node: &Node,
         loads: &[Cmd],
-        cmds: &[Cmd],
+        cmds: &Pipeline,
         deadline: Instant,
     ) -> (Vec<Once>, Duration) {
-        let mut replies: Vec<Option<Once>> = (0..cmds.len()).map(|_| None).collect();
+        let count = cmds.cmd_iter().count();
+        let mut replies: Vec<Option<Once>> = (0..count).map(|_| None).collect();
         let first = Target {
             node: node.clone(),
             asking: false,
             load: false,
         };
-        let mut todo: Vec<(usize, Target)> = (0..cmds.len()).map(|i| (i, first.clone())).collect();
+        let mut todo: Vec<(usize, Target)> = (0..count).map(|i| (i, first.clone())).collect();
         let mut waited = Duration::ZERO;
         let mut last_refusal: Option<String> = None;
         let (mut hops, mut pause_for, mut sent) = (0, TRYAGAIN_PAUSE, false);
@@ -217,32 +218,43 @@ impl Backend {
 
     /// One pipeline: `loads`, then the commands of `group` (each after
     /// `ASKING` when the target asks it), to the target's node, within
-    /// `deadline`. The replies of the commands of `group`, in order.
+    /// `deadline`. The replies of the commands of `group`, in order. The
+    /// first round (every command, plainly) sends `cmds` itself; only a
+    /// round after a redirect builds a pipeline of its own.
     async fn send_round(
         &self,
         target: &Target,
         loads: &[Cmd],
-        cmds: &[Cmd],
+        cmds: &Pipeline,
         group: &[usize],
         deadline: Instant,
     ) -> Result<Vec<Value>, StoreError> {
         let loads = if target.load { loads } else { &[] };
-        let mut pipe = Pipeline::new();
-        for load in loads {
-            pipe.add_command(load.clone());
-        }
-        for &i in group {
-            if target.asking {
-                pipe.cmd("ASKING");
+        let whole = loads.is_empty() && !target.asking && group.len() == cmds.cmd_iter().count();
+        let built;
+        let pipe = if whole {
+            cmds
+        } else {
+            let all: Vec<&Cmd> = cmds.cmd_iter().collect();
+            let mut pipe = Pipeline::new();
+            for load in loads {
+                pipe.add_command(load.clone());
             }
-            pipe.add_command(cmds[i].clone());
-        }
+            for &i in group {
+                if target.asking {
+                    pipe.cmd("ASKING");
+                }
+                pipe.add_command(all[i].clone());
+            }
+            built = pipe;
+            &built
+        };
         let per = 1 + usize::from(target.asking);
         let expected = loads.len() + group.len() * per;
         let left = deadline.saturating_duration_since(Instant::now());
         let budget_ms = left.as_millis() as u64;
         self.metrics.pipeline_round_trips.inc();
-        let sent = tokio::time::timeout(left, self.send_to(&target.node, &pipe, expected, left));
+        let sent = tokio::time::timeout(left, self.send_to(&target.node, pipe, expected, left));
         let started = Instant::now();
         let result = sent.await;
         self.metrics

@@ -58,10 +58,10 @@ pub async fn run(
 ) -> Result<(HitReply, Duration), StoreError> {
     if backend.is_cluster() {
         let node = backend.node_of(&keys::override_of(hit.tenant().unwrap_or_default()));
-        let load = script_load(backend.scripts.hit_text.as_str());
-        let (mut replies, waited) = backend
-            .run_once(&node, &[load], &[hit_cmd(backend, hit)], deadline)
-            .await;
+        let mut cmds = redis::pipe();
+        cmds.add_command(hit_cmd(backend, hit));
+        let loads = &backend.scripts.loads[..1];
+        let (mut replies, waited) = backend.run_once(&node, loads, &cmds, deadline).await;
         spans::redis(&Span::current(), waited);
         let reply = replies
             .pop()
@@ -84,13 +84,6 @@ pub async fn run(
     spans::redis(&Span::current(), waited);
     let reply = reply.map_err(|e| StoreError::from_redis(&e))?;
     Ok((parse_reply(&reply)?, waited))
-}
-
-/// `SCRIPT LOAD` of `text`.
-pub fn script_load(text: &str) -> redis::Cmd {
-    let mut load = redis::cmd("SCRIPT");
-    load.arg("LOAD").arg(text);
-    load
 }
 
 /// The hit script's call for one validated hit, by its hash (a pipeline

@@ -8,7 +8,7 @@
 //! them, and they alone are sent again after `SCRIPT LOAD`: no hit is ever
 //! sent twice, as a hit is not idempotent.
 
-use super::hit::{answer_of, hit_cmd, result_of, script_load};
+use super::hit::{answer_of, hit_cmd, result_of};
 use super::{budget, count, json, read_json, resend_deadline, within, Reply, Shared};
 use crate::backend::{Backend, Node};
 use crate::errors::StoreError;
@@ -183,16 +183,15 @@ async fn send(
     ops: &[SettleOp],
     deadline: Instant,
 ) -> (Vec<(usize, Answered)>, bool, Duration) {
-    let mut loads = vec![script_load(backend.scripts.hit_text.as_str())];
-    if !ops.is_empty() {
-        loads.push(script_load(backend.scripts.settle_text));
+    let loads = &backend.scripts.loads[..if ops.is_empty() { 1 } else { 2 }];
+    let mut cmds = redis::pipe();
+    for (_, hit, _) in &group {
+        cmds.add_command(hit_cmd(backend, hit));
     }
-    let mut cmds: Vec<redis::Cmd> = group
-        .iter()
-        .map(|(_, hit, _)| hit_cmd(backend, hit))
-        .collect();
-    cmds.extend(ops.iter().map(|op| crate::batcher::op_cmd(backend, op)));
-    let (replies, waited) = backend.run_once(node, &loads, &cmds, deadline).await;
+    for op in ops {
+        cmds.add_command(crate::batcher::op_cmd(backend, op));
+    }
+    let (replies, waited) = backend.run_once(node, loads, &cmds, deadline).await;
     let mut replies = replies.into_iter();
     let mut answers = Vec::with_capacity(group.len());
     for (i, _, span) in group {
