@@ -8,6 +8,11 @@
 #
 #   scripts/bench-store.sh            # 32 clients, 5 s, 3 rounds
 #   CLIENTS=64 SECONDS_RUN=10 BATCH=16 ROUNDS=5 STORE_THREADS=0 scripts/bench-store.sh
+#   BASELINE_STORE=old/ankusa-store scripts/bench-store.sh
+#       # before/after: another store build (e.g. an older commit's, built
+#       # with `cargo build --release -p ankusa-store` in a worktree) on the
+#       # same Redis, driven beside this one in every round (the order
+#       # alternating), the store's CPU per hit of each and their ratio
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +20,7 @@ CLIENTS=${CLIENTS:-32}
 SECONDS_RUN=${SECONDS_RUN:-5}
 BATCH=${BATCH:-8}
 ROUNDS=${ROUNDS:-3}
+BASELINE_STORE=${BASELINE_STORE:-}
 # One worker thread, as Redis and redis-benchmark each run on one, and
 # because on two cores shared by the load, the store and Redis a second one
 # only adds hand-offs; STORE_THREADS=0 gives the store's default (one per core).
@@ -32,8 +38,10 @@ STORE_PORT=$(free_port)
 WORK=$(mktemp -d)
 REDIS_PID=""
 STORE_PID=""
+BASE_PID=""
 cleanup() {
   [ -n "$STORE_PID" ] && kill "$STORE_PID" 2>/dev/null && wait "$STORE_PID" 2>/dev/null || true
+  [ -n "$BASE_PID" ] && kill "$BASE_PID" 2>/dev/null && wait "$BASE_PID" 2>/dev/null || true
   [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -45,15 +53,25 @@ export ANKUSA_STORE_EDGE_TOKENS
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 REDIS_PID=$!
-"$TARGET_DIR/release/ankusa-store" --listen "127.0.0.1:$STORE_PORT" --redis-url "redis://127.0.0.1:$REDIS_PORT/0" \
-  --threads "$STORE_THREADS" \
-  >"$WORK/store.log" 2>&1 &
-STORE_PID=$!
-for _ in $(seq 1 200); do
-  curl -fs "http://127.0.0.1:$STORE_PORT/readyz" >/dev/null 2>&1 && break
-  sleep 0.05
-done
-curl -fs "http://127.0.0.1:$STORE_PORT/readyz" >/dev/null || { cat "$WORK/store.log"; exit 1; }
+# A store binary $1 on port $2 against the Redis; sets STARTED to its pid.
+start_store() {
+  "$1" --listen "127.0.0.1:$2" --redis-url "redis://127.0.0.1:$REDIS_PORT/0" \
+    --threads "$STORE_THREADS" >"$WORK/store-$2.log" 2>&1 &
+  STARTED=$!
+  for _ in $(seq 1 200); do
+    curl -fs "http://127.0.0.1:$2/readyz" >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  curl -fs "http://127.0.0.1:$2/readyz" >/dev/null || { cat "$WORK/store-$2.log"; exit 1; }
+}
+start_store "$TARGET_DIR/release/ankusa-store" "$STORE_PORT"
+STORE_PID=$STARTED
+if [ -n "$BASELINE_STORE" ]; then
+  [ -x "$BASELINE_STORE" ] || { echo "BASELINE_STORE: $BASELINE_STORE is not an executable" >&2; exit 2; }
+  BASE_PORT=$(free_port)
+  start_store "$BASELINE_STORE" "$BASE_PORT"
+  BASE_PID=$STARTED
+fi
 
 echo "machine: $(nproc) cores; $CLIENTS clients, ${SECONDS_RUN}s a run, $ROUNDS rounds, store threads $STORE_THREADS (0: one per core); Redis $(redis-server --version | awk '{print $3}')"
 
@@ -67,18 +85,38 @@ us_per() {
   python3 -c 'import sys; a, b, n = map(float, sys.argv[1:4]); print(f"{(b - a) / n * 1e6:.1f}")' "$1" "$2" "$3"
 }
 # Drives the store's path $1 with body $2 for SECONDS_RUN (a 2xx counts when
-# it starts with $3; each call carries $4 hits). Sets LINE (load's line), RPS
-# (calls/s) and PER_HIT (the store's and Redis's CPU per hit).
+# it starts with $3; each call carries $4 hits), on the store at port $5 with
+# pid $6 (this build's by default). Sets LINE (load's line), RPS (calls/s),
+# STORE_US (the store's CPU per hit) and PER_HIT (the store's and Redis's).
 drive() {
-  local s0 r0 s1 r1 ok
-  s0=$(cpu_s "$STORE_PID"); r0=$(cpu_s "$REDIS_PID")
-  LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$STORE_PORT$1" \
+  local s0 r0 s1 r1 ok port=${5:-$STORE_PORT} pid=${6:-$STORE_PID}
+  s0=$(cpu_s "$pid"); r0=$(cpu_s "$REDIS_PID")
+  LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$port$1" \
     --header content-type:application/json --bearer-env ANKUSA_STORE_EDGE_TOKENS --body "$2" --expect-body "$3" \
     --clients "$CLIENTS" --seconds "$SECONDS_RUN")
-  s1=$(cpu_s "$STORE_PID"); r1=$(cpu_s "$REDIS_PID")
+  s1=$(cpu_s "$pid"); r1=$(cpu_s "$REDIS_PID")
   RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$LINE")
   ok=$(sed -E 's/.* ok=([0-9]+).*/\1/' <<<"$LINE")
-  PER_HIT="store $(us_per "$s0" "$s1" "$((ok * $4))") µs, redis $(us_per "$r0" "$r1" "$((ok * $4))") µs of CPU per hit"
+  STORE_US=$(us_per "$s0" "$s1" "$((ok * $4))")
+  PER_HIT="store $STORE_US µs, redis $(us_per "$r0" "$r1" "$((ok * $4))") µs of CPU per hit"
+}
+
+# This build's store CPU per hit against the baseline's on path $1 (body $2,
+# $3, $4 hits a call), the order alternating by round ($5); appends the
+# ratio to the list named $6.
+against_baseline() {
+  local new base
+  if (( $5 % 2 )); then
+    drive "$1" "${2//ROUND/n$5}" "$3" "$4"; new=$STORE_US
+    drive "$1" "${2//ROUND/b$5}" "$3" "$4" "$BASE_PORT" "$BASE_PID"; base=$STORE_US
+  else
+    drive "$1" "${2//ROUND/b$5}" "$3" "$4" "$BASE_PORT" "$BASE_PID"; base=$STORE_US
+    drive "$1" "${2//ROUND/n$5}" "$3" "$4"; new=$STORE_US
+  fi
+  local ratio
+  ratio=$(python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$new" "$base")
+  printf -v "$6" '%s %s' "${!6}" "$ratio"
+  echo "pair   $1, $4 hits a call: store CPU per hit $new µs, baseline $base µs, ratio $ratio"
 }
 
 # The same work as the redis-benchmark run below: one bucket that always
@@ -100,6 +138,8 @@ print(json.dumps({"hits": [hit(j) for j in range(n)]}, separators=(",", ":")))' 
 # Each round runs the three one after the other, so a change in what else
 # the machine does falls on a round's three alike; the ratios are per round.
 RATIOS=""
+PAIR_HIT=""
+PAIR_HITS=""
 BATCHED=""
 for round in $(seq 1 "$ROUNDS"); do
   echo "-- round $round of $ROUNDS"
@@ -130,6 +170,11 @@ for round in $(seq 1 "$ROUNDS"); do
   RATIO=$(python3 -c "import sys; print(f'{float(sys.argv[1]) * int(sys.argv[2]) / float(sys.argv[3]):.2f}')" "$RPS" "$BATCH" "$REDIS_RPS")
   BATCHED="$BATCHED $RATIO"
   echo "ratio  store/redis rate, batched: $RATIO ($((RPS * BATCH)) hits/s)"
+
+  if [ -n "$BASELINE_STORE" ]; then
+    against_baseline /v1/hit "$HIT" '{"result":"ok"' 1 "$round" PAIR_HIT
+    against_baseline /v1/hits "$HITS" '{"results":[{"result":"ok"' "$BATCH" "$round" PAIR_HITS
+  fi
 done
 
 # The median of the rounds' ratios, and their range.
@@ -142,3 +187,8 @@ print(f"{sys.argv[1]}: {statistics.median(r):.2f} [{r[0]:.2f}–{r[-1]:.2f}] ove
 echo "== store/redis rate, median of the rounds"
 summary "/v1/hit, one hit per call" $RATIOS
 summary "/v1/hits, $BATCH hits per call" $BATCHED
+if [ -n "$BASELINE_STORE" ]; then
+  echo "== store CPU per hit, this build / the baseline, median of the rounds"
+  summary "/v1/hit, one hit per call" $PAIR_HIT
+  summary "/v1/hits, $BATCH hits per call" $PAIR_HITS
+fi
