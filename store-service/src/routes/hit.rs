@@ -1,7 +1,7 @@
 //! `POST /v1/hit`: every charge and the claim in one script call.
 
 use super::{budget, count, json, read_json, resend_deadline, within, Reply, Shared};
-use crate::backend::{Backend, Once};
+use crate::backend::{Backend, Node, Once};
 use crate::errors::StoreError;
 use crate::keys;
 use crate::spans;
@@ -57,7 +57,7 @@ pub async fn run(
     deadline: Instant,
 ) -> Result<(HitReply, Duration), StoreError> {
     if backend.is_cluster() {
-        let node = backend.node_of(&keys::override_of(hit.tenant().unwrap_or_default()));
+        let node = node_of(backend, hit);
         let mut cmds = redis::pipe();
         cmds.add_command(hit_cmd(backend, hit));
         let loads = &backend.scripts.loads[..1];
@@ -84,6 +84,12 @@ pub async fn run(
     spans::redis(&Span::current(), waited);
     let reply = reply.map_err(|e| StoreError::from_redis(&e))?;
     Ok((parse_reply(&reply)?, waited))
+}
+
+/// The node that runs `hit`: every key of one hit carries its tenant's hash
+/// tag, so one slot.
+pub fn node_of(backend: &Backend, hit: &HitRequest) -> Node {
+    backend.node_of(&keys::override_of(hit.tenant().unwrap_or_default()))
 }
 
 /// The hit script's call for one validated hit, by its hash (a pipeline

@@ -8,7 +8,7 @@
 //! them, and they alone are sent again after `SCRIPT LOAD`: no hit is ever
 //! sent twice, as a hit is not idempotent.
 
-use super::hit::{answer_of, hit_cmd, result_of};
+use super::hit::{answer_of, hit_cmd, node_of, result_of};
 use super::{budget, count, json, read_json, resend_deadline, within, Reply, Shared};
 use crate::backend::{Backend, Node};
 use crate::errors::StoreError;
@@ -134,8 +134,7 @@ async fn execute(
 ) -> (Vec<(usize, Answered)>, bool) {
     let mut by_node: HashMap<Node, NodeWork> = HashMap::new();
     for (i, hit, span) in hits {
-        // Every key of one hit carries its tenant's hash tag: one slot.
-        let node = backend.node_of(&keys::override_of(hit.tenant().unwrap_or_default()));
+        let node = node_of(&backend, &hit);
         by_node.entry(node).or_default().0.push((i, hit, span));
     }
     for op in settles {
