@@ -241,7 +241,7 @@ fn settles_are_held_while_the_breaker_is_open_and_sent_once_it_closes() {
     config["fleet"]["breaker_window_ms"] = json!(60_000);
     config["fleet"]["breaker_open_ms"] = json!(1_000);
     let edge = edge("edge-held", intake.port, store.port, config);
-    // Four hooks claim their keys, then sit upstream for a while.
+    // Four hooks claim their keys, then sit upstream for 6 s.
     let slow: Vec<_> = (0..4)
         .map(|i| {
             let url = edge.url("/webhooks/gh");
@@ -251,10 +251,10 @@ fn settles_are_held_while_the_breaker_is_open_and_sent_once_it_closes() {
                     &url,
                     &[
                         ("x-github-delivery", &format!("held-{i}")),
-                        ("x-intake-delay-ms", "2000"),
+                        ("x-intake-delay-ms", "6000"),
                     ],
                     b"{}",
-                    Duration::from_secs(20),
+                    Duration::from_secs(30),
                 )
             })
         })
@@ -272,13 +272,29 @@ fn settles_are_held_while_the_breaker_is_open_and_sent_once_it_closes() {
         edge.stat("ankusa_fleet_breaker_state") == 1.0
     });
     assert!(opened, "the breaker never opened");
+    // The test's premise: the four come back only once the breaker is open
+    // (had they come back before, their promotes would have met the dead
+    // store, been retried and dropped).
+    assert!(
+        slow.iter().all(|t| !t.is_finished()),
+        "the held hooks came back before the breaker opened"
+    );
     for t in slow {
         assert_eq!(t.join().unwrap().expect("answered").status, 201);
     }
     // Their promotes wait in the queue instead of going to a sick store.
-    assert!(eventually(Duration::from_secs(5), || edge
-        .stat("ankusa_fleet_settle_queue_depth")
-        == 4.0));
+    assert!(
+        eventually(Duration::from_secs(5), || edge
+            .stat("ankusa_fleet_settle_queue_depth")
+            == 4.0),
+        "queue depth {}, breaker {}, batches failed {} dropped {}, claims {:?}\n{}",
+        edge.stat("ankusa_fleet_settle_queue_depth"),
+        edge.stat("ankusa_fleet_breaker_state"),
+        edge.stat(r#"ankusa_fleet_settle_batches_total{result="failed"}"#),
+        edge.stat("ankusa_fleet_settle_dropped_total"),
+        (0..4).map(pending).collect::<Vec<_>>(),
+        edge.log_tail()
+    );
     assert_eq!(
         edge.stat(r#"ankusa_fleet_settle_batches_total{result="failed"}"#),
         0.0

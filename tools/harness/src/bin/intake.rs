@@ -4,13 +4,6 @@ use ankusa_tools::intake::{self, Config, DEFAULT_DEDUPE_TTL_MS};
 use clap::Parser;
 use std::path::PathBuf;
 
-/// mimalloc, as the store: it gives back the memory of connections that
-/// closed, where the C library's allocator kept the intake's memory at the
-/// high mark of its busiest moment (a step at each burst of upstream
-/// connections, seen in the soak).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The sample intake: stores every POSTed hook durably and dedupes by event key.
 #[derive(Parser, Debug)]
 #[command(name = "intake", version)]
