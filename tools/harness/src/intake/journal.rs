@@ -7,6 +7,7 @@
 //! while the previous one ran (group commit). Nobody is answered before the
 //! `fsync` that covers their hook returns.
 
+use super::index::{DedupeKey, Index};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -52,9 +53,6 @@ impl Record {
         serde_json::json!({"id": self.id, "tenant": self.tenant, "source": self.source, "event_key": self.event_key})
     }
 }
-
-/// (tenant, source, event key): the scope a provider's event id is unique in.
-type DedupeKey = (String, String, String);
 
 /// What became of a hook handed to the journal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,11 +100,11 @@ impl Journal {
             .and_then(|d| d.sync_all())
             .map_err(|e| format!("cannot sync data dir {}: {e}", dir.display()))?;
         let records = replay(&mut file, &path)?;
-        let mut index = HashMap::new();
+        let mut index = Index::new(dedupe_ttl_ms, crate::ids::now_ms());
         let stored = Arc::new(AtomicU64::new(records.len() as u64));
         for record in records {
             if let Some(key) = record.dedupe_key() {
-                index.insert(key, (record.id.clone(), record.received_ms));
+                index.insert(key, record.id.clone(), record.received_ms);
             }
         }
         let caught = Arc::new(AtomicU64::new(0));
@@ -115,11 +113,8 @@ impl Journal {
             file,
             path: path.clone(),
             index,
-            ttl_ms: dedupe_ttl_ms,
             stored: stored.clone(),
             caught: caught.clone(),
-            since_sweep: 0,
-            swept_ms: crate::ids::now_ms(),
         };
         std::thread::Builder::new()
             .name("journal-writer".into())
@@ -231,13 +226,9 @@ fn replay(file: &mut File, path: &Path) -> Result<Vec<Record>, String> {
 struct Writer {
     file: File,
     path: PathBuf,
-    index: HashMap<DedupeKey, (String, u64)>,
-    ttl_ms: u64,
+    index: Index,
     stored: Arc<AtomicU64>,
     caught: Arc<AtomicU64>,
-    since_sweep: usize,
-    /// When the index was last swept (Unix ms).
-    swept_ms: u64,
 }
 
 impl Writer {
@@ -265,12 +256,10 @@ impl Writer {
         for job in &group {
             let key = job.record.dedupe_key();
             let held = key.as_ref().and_then(|k| {
-                fresh.get(k).cloned().or_else(|| {
-                    self.index
-                        .get(k)
-                        .filter(|(_, at)| now.saturating_sub(*at) < self.ttl_ms)
-                        .map(|(id, _)| id.clone())
-                })
+                fresh
+                    .get(k)
+                    .cloned()
+                    .or_else(|| self.index.held(k, now).map(str::to_string))
             });
             if let Some(old) = held {
                 self.caught.fetch_add(1, Ordering::SeqCst);
@@ -311,27 +300,13 @@ impl Writer {
         for record in &stored {
             if let Some(key) = record.dedupe_key() {
                 self.index
-                    .insert(key, (record.id.clone(), record.received_ms));
+                    .insert(key, record.id.clone(), record.received_ms);
             }
         }
         self.stored.fetch_add(stored.len() as u64, Ordering::SeqCst);
-        self.sweep(now, stored.len());
+        self.index.stored(now, stored.len());
         for (job, outcome) in group.into_iter().zip(outcomes) {
             let _ = job.reply.send(outcome);
-        }
-    }
-
-    /// Drops expired index entries now and then (every 10 000 hooks, and
-    /// once a TTL has passed since the last sweep), so the index stays
-    /// bounded by what arrived within two TTLs.
-    fn sweep(&mut self, now: u64, added: usize) {
-        self.since_sweep += added;
-        if self.since_sweep >= 10_000 || now.saturating_sub(self.swept_ms) >= self.ttl_ms {
-            self.since_sweep = 0;
-            self.swept_ms = now;
-            let ttl = self.ttl_ms;
-            self.index
-                .retain(|_, (_, at)| now.saturating_sub(*at) < ttl);
         }
     }
 }

@@ -10,6 +10,7 @@
 //! through the edge): `x-intake-delay-ms: N` sleeps before answering,
 //! `x-intake-status: CODE` answers CODE and stores nothing.
 
+mod index;
 pub mod journal;
 mod server;
 
