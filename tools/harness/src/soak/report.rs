@@ -35,7 +35,6 @@ impl Applied {
 pub struct Report {
     pub seed: u64,
     pub minutes: f64,
-    pub warm_up_s: f64,
     /// The dedupe window of the edges and the intake.
     pub dedupe_ttl_s: f64,
     pub schedule: Vec<Slot>,
@@ -80,7 +79,7 @@ impl Report {
                 "soak: seed {}, {} min, warm-up {} s, dedupe window {} s; replay: {}",
                 self.seed,
                 self.minutes,
-                self.warm_up_s,
+                self.evidence.warm_up_s,
                 self.dedupe_ttl_s,
                 replay_command(self.minutes, self.seed)
             ),

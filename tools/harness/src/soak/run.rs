@@ -249,7 +249,6 @@ pub fn run(plan: &Plan) -> Report {
     Report {
         seed: plan.seed,
         minutes: plan.traffic.as_secs_f64() / 60.0,
-        warm_up_s: warm.as_secs_f64(),
         dedupe_ttl_s: ttl.as_secs_f64(),
         schedule: slots,
         applied,

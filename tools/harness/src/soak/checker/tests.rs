@@ -51,6 +51,17 @@ fn failed(e: &Evidence) -> Vec<String> {
     judge(e).failures().iter().map(|c| c.name.clone()).collect()
 }
 
+/// `e` fails `name` alone, its figure and bound starting with the ones given.
+fn assert_only_failure(e: &Evidence, name: &str, figure: &str, bound: &str) {
+    assert_eq!(failed(e), [name]);
+    let v = judge(e);
+    let c = v.failures()[0];
+    assert!(
+        c.figure.starts_with(figure) && c.bound.starts_with(bound),
+        "{c:?}"
+    );
+}
+
 #[test]
 fn a_good_run_passes_every_check() {
     let v = judge(&good());
@@ -102,13 +113,7 @@ fn the_gcra_window_holds_while_the_store_answers() {
     e.windows = vec![window(0.0, 244, true, 3)];
     assert!(judge(&e).passed());
     e.windows.push(window(10.0, 245, true, 3));
-    assert_eq!(failed(&e), ["metered per 10 s, store answering"]);
-    let v = judge(&e);
-    let c = v.failures()[0];
-    assert!(
-        c.figure.starts_with("245") && c.bound.starts_with("244"),
-        "{c:?}"
-    );
+    assert_only_failure(&e, "metered per 10 s, store answering", "245", "244");
 }
 
 #[test]
@@ -132,13 +137,7 @@ fn memory_may_grow_ten_percent_from_its_level_after_warm_up() {
     let mut e = good();
     // Level 10 000 KiB at 60 s: 11 000 passes, 11 001 fails.
     e.rss.push(rss(125.0, "store", 10, 11_001));
-    assert_eq!(failed(&e), ["rss store"]);
-    let v = judge(&e);
-    let c = v.failures()[0];
-    assert!(
-        c.figure.starts_with("11001") && c.bound.starts_with("11000"),
-        "{c:?}"
-    );
+    assert_only_failure(&e, "rss store", "11001", "11000");
 }
 
 #[test]
