@@ -158,7 +158,13 @@ pub fn run(plan: &Plan) -> Report {
     };
     let (admin, edge_urls) = (fleet.admin_urls(), fleet.edge_urls());
     let processes = Mutex::new(processes_of(&fleet));
-    let edge_pids = Mutex::new(fleet.edges.iter().map(|e| e.proc.pid()).collect::<Vec<_>>());
+    let edge_pids = || {
+        lock(&processes)
+            .iter()
+            .filter(|p| p.role.starts_with("edge"))
+            .map(|p| p.pid)
+            .collect::<Vec<_>>()
+    };
     let live = Live::default();
     let (done, flap) = (AtomicBool::new(false), AtomicBool::new(false));
     let mut applied = Vec::new();
@@ -174,7 +180,7 @@ pub fn run(plan: &Plan) -> Report {
             done.store(true, Ordering::SeqCst);
             outcome
         });
-        let waits = s.spawn(|| stalls::watch_live(|| lock(&edge_pids).clone(), &done));
+        let waits = s.spawn(|| stalls::watch_live(edge_pids, &done));
         let rss = s.spawn(|| samples::watch(&processes, start, &done));
         s.spawn(|| {
             while !done.load(Ordering::SeqCst) {
@@ -196,7 +202,6 @@ pub fn run(plan: &Plan) -> Report {
             *lock(&live.fault) = None;
             applied.push(Applied::new(slot, from, start.elapsed(), &mut fleet.notes));
             *lock(&processes) = processes_of(&fleet);
-            *lock(&edge_pids) = fleet.edges.iter().map(|e| e.proc.pid()).collect();
         }
         let outcome = provider
             .join()
