@@ -28,10 +28,11 @@ impl Scripts {
             load.arg("LOAD").arg(text);
             load
         };
+        let hit = hit_source();
         Scripts {
-            hit: Script::new(&hit_source()),
+            hit: Script::new(&hit),
             settle: Script::new(SETTLE_LUA),
-            loads: [load(&hit_source()), load(SETTLE_LUA)],
+            loads: [load(&hit), load(SETTLE_LUA)],
         }
     }
 }

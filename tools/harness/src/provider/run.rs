@@ -32,7 +32,7 @@ pub fn run(options: &Options) -> Outcome {
     run_observed(options, |_| {})
 }
 
-/// [`run`], handing `observe` the tally so far about every second while
+/// [`run`], handing `observe` the tally so far every 200 ms while
 /// the run goes (a long run's progress line).
 pub fn run_observed(options: &Options, observe: impl Fn(&Tally) + Sync) -> Outcome {
     let mut rng = Rng::new(options.seed);
