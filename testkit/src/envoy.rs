@@ -84,8 +84,37 @@ impl Edge {
     /// panics with Envoy's log tail if it exits or takes over 30 s.
     pub fn start(spec: EdgeSpec) -> Edge {
         let mut edge = Edge::spawn(spec);
+        // A port `free_port` handed out can be taken before Envoy binds it
+        // (another test's client gets it as its ephemeral port); Envoy then
+        // exits saying so. Start again on other ports, twice at most.
+        for _ in 0..2 {
+            if !edge.exited_on_a_taken_port(Duration::from_secs(30)) {
+                break;
+            }
+            let mut spec = edge.spec.clone();
+            spec.listen_port = crate::ports::free_port();
+            spec.admin_port = crate::ports::free_port();
+            edge = Edge::spawn(spec);
+        }
         edge.wait_ready(Duration::from_secs(30));
         edge
+    }
+
+    /// Waits until Envoy is ready or has exited (at most `timeout`);
+    /// whether it exited because a port it was to listen on was taken.
+    fn exited_on_a_taken_port(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if !self.proc.is_running() {
+                return self.log().contains("Address already in use");
+            }
+            let ready = http::get(&self.admin_url("/ready")).is_ok_and(|r| r.status == 200);
+            if ready {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
     }
 
     /// Starts Envoy without waiting (for configs that must be refused).
