@@ -261,29 +261,55 @@ enum Failure {
     Failed(StoreError),
 }
 
-/// One pipeline to `node`: `SCRIPT LOAD` of the settle script, then one
-/// `EVALSHA` per operation, so a Redis that lost its script cache (restart,
-/// `SCRIPT FLUSH`) runs the batch in the same round trip.
+/// One pipeline to `node`: one `EVALSHA` of the settle script per
+/// operation. A Redis that lost its script cache (restart, `SCRIPT FLUSH`)
+/// answers `NOSCRIPT` without running them; the batch is then sent once
+/// more with `SCRIPT LOAD` in front (both ops are idempotent, so one that
+/// did run is safe to send again).
 async fn send(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), Failure> {
+    match send_pipeline(backend, node, entries, false).await {
+        Sent::NoScript => match send_pipeline(backend, node, entries, true).await {
+            Sent::Done(done) => done,
+            Sent::NoScript => Err(Failure::Failed(StoreError::Internal(
+                "the settle script was not found after its load".into(),
+            ))),
+        },
+        Sent::Done(done) => done,
+    }
+}
+
+/// What one settle pipeline came to.
+enum Sent {
+    Done(Result<(), Failure>),
+    /// The node's script cache lacked the settle script: nothing ran.
+    NoScript,
+}
+
+/// [`send`]'s pipeline, with the script's load in front when `load`.
+async fn send_pipeline(backend: &Backend, node: &Node, entries: &[Entry], load: bool) -> Sent {
     let mut pipe = redis::pipe();
-    pipe.add_command(backend.scripts.loads[1].clone());
+    if load {
+        pipe.add_command(backend.scripts.loads[1].clone());
+    }
     for entry in entries {
         pipe.add_command(op_cmd(backend, &entry.op));
     }
+    let loads = usize::from(load);
     let result = backend
-        .send_pipeline(node, &pipe, entries.len() + 1)
+        .send_pipeline(node, &pipe, entries.len() + loads)
         .await
-        .map(|values| values.into_iter().skip(1).collect::<Vec<_>>());
-    let redirected = match &result {
-        Err(e) => matches!(e.kind(), redis::ErrorKind::Moved | redis::ErrorKind::Ask),
-        Ok(values) => values
-            .iter()
-            .any(|v| has_code(v, "MOVED") || has_code(v, "ASK")),
+        .map(|values| values.into_iter().skip(loads).collect::<Vec<_>>());
+    let answered = |code: &str| match &result {
+        Ok(values) => values.iter().any(|v| has_code(v, code)),
+        Err(e) => e.code() == Some(code),
     };
-    if redirected {
-        return Err(Failure::Redirected);
+    if answered("MOVED") || answered("ASK") {
+        return Sent::Done(Err(Failure::Redirected));
     }
-    match result {
+    if answered("NOSCRIPT") {
+        return Sent::NoScript;
+    }
+    Sent::Done(match result {
         Err(e) => {
             tracing::warn!("settle pipeline on {node:?}: {e}");
             Err(Failure::Failed(StoreError::from_redis(&e)))
@@ -297,15 +323,15 @@ async fn send(backend: &Backend, node: &Node, entries: &[Entry]) -> Result<(), F
                 Ok(())
             }
         },
-    }
+    })
 }
 
 fn has_code(value: &Value, code: &str) -> bool {
     matches!(value, Value::ServerError(e) if e.code() == code)
 }
 
-/// One settle operation as a command: the settle script by its hash (the
-/// pipeline loads it first), which moves the claim only while it is pending
+/// One settle operation as a command: the settle script by its hash (loaded
+/// again when Redis lost it), which moves the claim only while it is pending
 /// under `claim.hook_id`. A promote commits it under the hook id the
 /// upstream answered with; one whose pending key expired, or that names a
 /// key its hook never held, changes nothing (the redelivery is admitted and

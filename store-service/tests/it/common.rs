@@ -188,13 +188,43 @@ impl Db {
         self.cli(&["EXISTS", key]) == "1"
     }
 
-    /// Every key matching `pattern`, over every node, sorted.
-    pub fn keys(&self, pattern: &str) -> Vec<String> {
-        let ports: Vec<u16> = match self {
+    /// The port of every node.
+    fn ports(&self) -> Vec<u16> {
+        match self {
             Db::Single(r) => vec![r.port],
             Db::Cluster(c) => c.nodes.iter().map(|n| n.port).collect(),
-        };
-        let mut keys: Vec<String> = ports
+        }
+    }
+
+    /// `SCRIPT` commands (`LOAD`, `FLUSH`…) every node has run, from
+    /// `INFO commandstats`.
+    pub fn script_commands(&self) -> u64 {
+        self.ports()
+            .into_iter()
+            .flat_map(|p| {
+                cli(p, &["INFO", "commandstats"])
+                    .lines()
+                    .filter(|l| l.starts_with("cmdstat_script"))
+                    .filter_map(|l| {
+                        let calls = l.split_once("calls=")?.1.split(',').next()?;
+                        calls.parse::<u64>().ok()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .sum()
+    }
+
+    /// Empties every node's script cache (`SCRIPT FLUSH`), as a restart would.
+    pub fn flush_scripts(&self) {
+        for p in self.ports() {
+            assert_eq!(cli(p, &["SCRIPT", "FLUSH"]), "OK");
+        }
+    }
+
+    /// Every key matching `pattern`, over every node, sorted.
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .ports()
             .into_iter()
             .flat_map(|p| {
                 cli(p, &["KEYS", pattern])
