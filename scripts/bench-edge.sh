@@ -24,6 +24,12 @@
 #   BASELINE_WASM=old.wasm MODE=concurrent PER_ENVOY=1,4,32 ONLY=nfbcBC scripts/bench-edge.sh
 #       # low load and high: every variant at 1 client per Envoy, then at 4,
 #       # then at 32 (PER_ENVOY overrides CLIENTS' even split)
+#   LIMITADOR=/path/to/limitador-server MODE=concurrent PER_ENVOY=1,4,32 ONLY=fcp scripts/bench-edge.sh
+#       # and (p), the peer: Envoy's native ratelimit filter asking Limitador
+#       # (Kuadrant's rate-limit service, v2, built from its source with
+#       # `cargo build --release -p limitador-server`; it needs
+#       # protobuf-compiler and libclang-dev) over gRPC, its counters in a
+#       # Redis of its own. Optional: only run when LIMITADOR is given
 #   PERF_DIR=/tmp/prof MODE=concurrent PER_ENVOY=1,4,32 ONLY=nfc ROUNDS=2 scripts/bench-edge.sh
 #       # and `perf record` on the Envoys' core during each load: each
 #       # Envoy's CPU per hook split into Envoy code, kernel, V8 code, libc
@@ -42,7 +48,11 @@ WARMUP=${WARMUP:-1}
 CONCURRENCY=${CONCURRENCY:-1}
 MODE=${MODE:-both}
 BASELINE_WASM=${BASELINE_WASM:-}
-if [ -n "$BASELINE_WASM" ]; then ONLY=${ONLY:-alnfbdcoBC}; else ONLY=${ONLY:-alnfbdco}; fi
+LIMITADOR=${LIMITADOR:-}
+default_only=alnfbdco
+[ -z "$LIMITADOR" ] || default_only+=p
+[ -z "$BASELINE_WASM" ] || default_only+=BC
+ONLY=${ONLY:-$default_only}
 PIN=${PIN:-1}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
@@ -54,6 +64,7 @@ cargo build --release --target wasm32-wasip1 \
 extra_args=()
 [ "$PIN" = 1 ] || extra_args=(--no-pin)
 [ -z "$BASELINE_WASM" ] || extra_args+=(--baseline-wasm "$BASELINE_WASM")
+[ -z "$LIMITADOR" ] || extra_args+=(--limitador "$LIMITADOR")
 [ -z "$PER_ENVOY" ] || extra_args+=(--per-envoy "$PER_ENVOY")
 [ -z "${PERF_DIR:-}" ] || extra_args+=(--perf "$PERF_DIR")
 

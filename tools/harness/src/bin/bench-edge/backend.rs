@@ -1,23 +1,31 @@
-//! The store and Redis behind one variant, its own: so the store's and
-//! Redis's CPU per hook belong to that variant alone, in both modes, and a
-//! variant's total CPU per hook (Envoy + store + Redis) can be set beside
-//! another's loaded in the same seconds.
+//! The limiter and Redis behind one variant, its own (an `ankusa-store`, or
+//! the peer's Limitador): so their CPU per hook belongs to that variant
+//! alone, in both modes, and a variant's total CPU per hook (Envoy + limiter
+//! + Redis) can be set beside another's loaded in the same seconds.
 
 use super::cpu::cpu_seconds;
+use super::peer::Limitador;
 use ankusa_testkit::http;
 use ankusa_testkit::metrics::metric_value;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
 use std::time::Duration;
 
-/// A release `ankusa-store` on a Redis of its own.
+/// What answers a variant's calls, on a Redis of its own.
+pub enum Limiter {
+    /// A release `ankusa-store`.
+    Store(Store),
+    /// The peer's `limitador-server`.
+    Peer(Limitador),
+}
+
 pub struct Backend {
     pub redis: Redis,
-    pub store: Store,
+    pub limiter: Limiter,
 }
 
 impl Backend {
-    /// Starts both and waits until the store reaches Redis.
+    /// Starts a store and its Redis, and waits until the store reaches Redis.
     pub fn start() -> Result<Backend, String> {
         let redis = Redis::start();
         let store = Store::start(&redis.url());
@@ -27,13 +35,54 @@ impl Backend {
                 store.proc.log_tail()
             ));
         }
-        Ok(Backend { redis, store })
+        Ok(Backend {
+            redis,
+            limiter: Limiter::Store(store),
+        })
+    }
+
+    /// Starts Limitador (`bin`) and its Redis.
+    pub fn start_peer(bin: &std::path::Path) -> Result<Backend, String> {
+        let redis = Redis::start();
+        let peer = Limitador::start(bin, &redis.url())?;
+        Ok(Backend {
+            redis,
+            limiter: Limiter::Peer(peer),
+        })
+    }
+
+    /// The port an edge calls: the store's HTTP, or Limitador's gRPC.
+    pub fn port(&self) -> u16 {
+        match &self.limiter {
+            Limiter::Store(s) => s.port,
+            Limiter::Peer(p) => p.rls_port,
+        }
+    }
+
+    fn limiter_pid(&self) -> u32 {
+        match &self.limiter {
+            Limiter::Store(s) => s.proc.pid(),
+            Limiter::Peer(p) => p.proc.pid(),
+        }
     }
 
     /// Its counters; read before [`Backend::cpu`] at a run's start and after
     /// it at the end, so rendering them is not counted.
     pub fn counts(&self) -> Counts {
-        let text = http::get(&self.store.url_of("/metrics"))
+        let store = match &self.limiter {
+            Limiter::Store(store) => store,
+            Limiter::Peer(peer) => {
+                // Every allowed call is one hook's descriptor: a hit in one call.
+                let authorized = peer.authorized();
+                return Counts {
+                    store_hits: authorized,
+                    store_calls: authorized,
+                    redis_cmds: self.redis.info_number("stats", "total_commands_processed"),
+                    ..Counts::default()
+                };
+            }
+        };
+        let text = http::get(&store.url_of("/metrics"))
             .map(|r| r.text())
             .unwrap_or_default();
         Counts {
@@ -57,18 +106,19 @@ impl Backend {
         }
     }
 
-    /// The store's and Redis's CPU seconds so far, into `c`.
+    /// The limiter's and Redis's CPU seconds so far, into `c`.
     pub fn cpu(&self, c: &mut Counts, tick: f64) {
-        c.store_cpu = cpu_seconds(self.store.proc.pid(), tick);
+        c.store_cpu = cpu_seconds(self.limiter_pid(), tick);
         c.redis_cpu = cpu_seconds(self.redis.proc.pid(), tick);
     }
 }
 
-/// What one variant's store and Redis did.
+/// What one variant's limiter (the store, or the peer's Limitador) and Redis did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Counts {
     /// Hits the store's hit calls carried (`ankusa_store_hits_per_call_sum`):
-    /// one per hook that reached it, alone or in a batch.
+    /// one per hook that reached it, alone or in a batch; the calls
+    /// Limitador allowed.
     pub store_hits: f64,
     /// Hit calls (`/v1/hit` or a batch on `/v1/hits`) the store answered.
     pub store_calls: f64,
@@ -78,7 +128,7 @@ pub struct Counts {
     pub settle_ops: f64,
     /// Redis's `total_commands_processed` (the INFO call itself included).
     pub redis_cmds: f64,
-    /// CPU seconds of the store and of Redis.
+    /// CPU seconds of the limiter and of Redis.
     pub store_cpu: f64,
     pub redis_cpu: f64,
 }

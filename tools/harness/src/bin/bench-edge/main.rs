@@ -8,7 +8,9 @@
 //! (b) node scopes, (d) node scopes verifying GitHub signatures, (c) fleet
 //! scopes (one store hit per hook, hooks that arrive together sharing a
 //! call, to a release ankusa-store on a real Redis) and (o) fleet scopes
-//! with the store unreachable and the breaker open; with `--baseline-wasm`,
+//! with the store unreachable and the breaker open; with `--limitador`,
+//! (p) the peer: Envoy's native `ratelimit` filter asking Limitador over
+//! gRPC, its counters in a Redis of its own; with `--baseline-wasm`,
 //! (B) and (C) run another build of the filter on (b)'s and (c)'s
 //! configurations, for a before/after in the same run.
 //! Quotas are high enough that nothing is refused.
@@ -39,6 +41,7 @@ mod backend;
 mod cpu;
 mod hooks;
 mod measure;
+mod peer;
 mod profile;
 mod report;
 mod variants;
@@ -83,7 +86,8 @@ pub struct Args {
     concurrency: u32,
     #[arg(long, value_enum, default_value_t = Mode::Both)]
     mode: Mode,
-    /// The variants to run, by key (`alnfbdco`; `B` and `C` need `--baseline-wasm`).
+    /// The variants to run, by key (`alnfbdco`; `p` needs `--limitador`, `B`
+    /// and `C` need `--baseline-wasm`).
     #[arg(long, default_value = "alnfbdco")]
     only: String,
     /// The core every Envoy is pinned to.
@@ -99,6 +103,10 @@ pub struct Args {
     /// (B) and (C) beside this tree's (b) and (c) for a paired before/after.
     #[arg(long)]
     baseline_wasm: Option<std::path::PathBuf>,
+    /// A built `limitador-server` (Kuadrant's rate-limit service, v2), run
+    /// by variant (p), the peer.
+    #[arg(long)]
+    limitador: Option<std::path::PathBuf>,
     /// Concurrent mode: `perf record` the Envoys' core during each load's
     /// rounds into this directory, and split each Envoy's CPU per hook by
     /// where it ran (see `profile`).
@@ -148,6 +156,25 @@ fn chosen(only: &str) -> Result<Vec<Variant>, String> {
     Ok(picked)
 }
 
+/// The Limitador the peer runs: required when (p) is chosen, and a file.
+fn peer_binary<'a>(
+    chosen: &[Variant],
+    limitador: Option<&'a std::path::Path>,
+) -> Result<Option<&'a std::path::Path>, String> {
+    if !chosen.iter().any(|v| v.module == variants::Module::Peer) {
+        return Ok(None);
+    }
+    match limitador {
+        None => Err(
+            "variant 'p' (the peer) needs --limitador <limitador-server binary> \
+                     (LIMITADOR=<path> for scripts/bench-edge.sh)"
+                .to_string(),
+        ),
+        Some(bin) if !bin.is_file() => Err(format!("--limitador {}: no such file", bin.display())),
+        Some(bin) => Ok(Some(bin)),
+    }
+}
+
 fn run(args: &Args) -> Result<Vec<String>, String> {
     let measured = seconds("seconds", args.seconds)?;
     let warmup = seconds("warmup-seconds", args.warmup_seconds)?;
@@ -180,6 +207,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
             return Err(format!("--baseline-wasm {}: no such file", wasm.display()));
         }
     }
+    let limitador = peer_binary(&chosen, args.limitador.as_deref())?;
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = !args.no_pin && cores >= 2;
@@ -191,10 +219,10 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
     // per hook is that variant's alone, in both modes.
     let mut backends = Vec::new();
     for v in &chosen {
-        backends.push(if v.needs_store() {
-            Some(Backend::start()?)
-        } else {
-            None
+        backends.push(match (v.module, limitador) {
+            (variants::Module::Peer, Some(bin)) => Some(Backend::start_peer(bin)?),
+            _ if v.needs_store() => Some(Backend::start()?),
+            _ => None,
         });
     }
     // The hooks carry `x-intake-status: 201` (answered without storing).
@@ -204,7 +232,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
     let mut edges = Vec::new();
     for (v, backend) in chosen.iter().zip(&backends) {
         let store_port = match backend {
-            Some(b) if !v.store_down => b.store.port,
+            Some(b) if !v.store_down => b.port(),
             _ => dead_store,
         };
         let mut spec = EdgeSpec::new(
@@ -365,5 +393,20 @@ mod tests {
         let err = chosen("az").err().unwrap();
         assert!(err.contains("'z'"), "{err}");
         assert!(chosen("").is_err());
+    }
+
+    #[test]
+    fn the_peer_needs_a_limitador_that_exists() {
+        let err = peer_binary(&chosen("fp").unwrap(), None).unwrap_err();
+        assert!(err.contains("--limitador"), "{err}");
+        let missing = std::path::Path::new("/nonexistent/limitador-server");
+        let err = peer_binary(&chosen("p").unwrap(), Some(missing)).unwrap_err();
+        assert!(err.contains("/nonexistent/limitador-server"), "{err}");
+        assert_eq!(peer_binary(&chosen("fc").unwrap(), None), Ok(None));
+        let here = std::env::current_exe().unwrap();
+        assert_eq!(
+            peer_binary(&chosen("p").unwrap(), Some(&here)),
+            Ok(Some(here.as_path()))
+        );
     }
 }

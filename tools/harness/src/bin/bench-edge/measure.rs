@@ -5,6 +5,7 @@
 
 use super::backend::{Backend, Counts};
 use super::cpu::cpu_seconds;
+use super::peer::PEER_OK;
 use super::variants::LOCAL_OK;
 use ankusa_testkit::envoy::Edge;
 use ankusa_testkit::http;
@@ -48,6 +49,8 @@ pub struct EdgeCounts {
     pub callout_calls: f64,
     pub callout_answers: f64,
     pub local_ok: f64,
+    /// Hooks the peer's `ratelimit` filter passed on Limitador's answer.
+    pub peer_ok: f64,
     /// `ankusa_fleet_breaker_state` (0 closed, 1 open); a gauge, not subtracted.
     pub breaker: f64,
 }
@@ -65,6 +68,7 @@ impl EdgeCounts {
             callout_calls: m(floors::CALLOUT_CALLS),
             callout_answers: m(floors::CALLOUT_ANSWERS),
             local_ok: m(LOCAL_OK),
+            peer_ok: m(PEER_OK),
             breaker: m("ankusa_fleet_breaker_state"),
         }
     }
@@ -77,6 +81,7 @@ impl EdgeCounts {
             callout_calls: self.callout_calls - before.callout_calls,
             callout_answers: self.callout_answers - before.callout_answers,
             local_ok: self.local_ok - before.local_ok,
+            peer_ok: self.peer_ok - before.peer_ok,
             breaker: self.breaker,
         }
     }
@@ -88,6 +93,7 @@ impl EdgeCounts {
         self.callout_calls += o.callout_calls;
         self.callout_answers += o.callout_answers;
         self.local_ok += o.local_ok;
+        self.peer_ok += o.peer_ok;
         self.breaker = o.breaker;
     }
 }

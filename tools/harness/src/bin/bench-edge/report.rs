@@ -11,13 +11,17 @@ use ankusa_testkit::process::load_average;
 use ankusa_tools::load;
 
 /// A ratio of Envoy CPU per hook the goals bound: `num`/`den` at most `goal`.
-pub const GOALS: [(char, char, f64, &str); 2] = [
+pub const GOALS: [(char, char, f64, &str); 3] = [
     ('b', 'n', 1.20, "node scopes / no-op wasm filter"),
     ('c', 'f', 1.00, "fleet scopes / one-callout floor"),
+    ('c', 'p', 0.90, "fleet scopes / the peer"),
 ];
 
+/// A ratio of total CPU per hook (Envoy + limiter + Redis) the goals bound.
+pub const TOTAL_GOALS: [(char, char, f64, &str); 1] = [('c', 'p', 0.80, "fleet scopes / the peer")];
+
 /// Ratios printed for context, no goal attached.
-const CONTEXT: [(char, char, &str); 10] = [
+const CONTEXT: [(char, char, &str); 11] = [
     ('l', 'a', "native local_ratelimit / bare"),
     ('n', 'a', "no-op wasm / bare"),
     ('n', 'l', "no-op wasm / native local_ratelimit"),
@@ -26,6 +30,7 @@ const CONTEXT: [(char, char, &str); 10] = [
     ('d', 'b', "node + verify / node scopes"),
     ('c', 'b', "fleet scopes / node scopes"),
     ('o', 'b', "fleet, breaker open / node scopes"),
+    ('p', 'f', "the peer / one-callout floor"),
     ('b', 'B', "node scopes / baseline build"),
     ('c', 'C', "fleet scopes / baseline build"),
 ];
@@ -68,6 +73,10 @@ pub fn problem(v: &Variant, t: &Tally, mode: &str) -> Option<String> {
         Module::Callout if t.counts.callout_answers < ok => Some(format!(
             "{tag} the callout floor had {} answers for {} hooks",
             t.counts.callout_answers, t.ok
+        )),
+        Module::Peer if t.counts.peer_ok < ok || t.backend.store_hits < ok => Some(format!(
+            "{tag} the peer's filter passed {} and Limitador allowed {} of {} hooks",
+            t.counts.peer_ok, t.backend.store_hits, t.ok
         )),
         _ if v.hits_store() && t.backend.store_hits == 0.0 => {
             Some(format!("{tag} the store saw no hit"))
@@ -155,6 +164,14 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
         .map_or("-".to_string(), |x| format!("{x:.digits$}"))
 }
 
+/// One goal's line: the ratio, its per-round spread, and whether it is met.
+fn print_goal((a, b, goal, what): (char, char, f64, &str), (r, lo, hi): (f64, f64, f64)) {
+    println!(
+        "  goal  ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]  target ≤ {goal:.2}  {}",
+        if r <= goal { "met" } else { "NOT met" }
+    );
+}
+
 /// One mode's table, ratios and goals.
 pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
     let get = |k: char| rows.iter().find(|(v, _)| v.key == k).map(|(_, t)| *t);
@@ -206,10 +223,7 @@ pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
     );
     for (a, b, goal, what) in GOALS {
         if let Some((r, lo, hi)) = ratio(a, b) {
-            println!(
-                "  goal  ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]  target ≤ {goal:.2}  {}",
-                if r <= goal { "met" } else { "NOT met" }
-            );
+            print_goal((a, b, goal, what), (r, lo, hi));
         }
     }
     for (a, b, what) in CONTEXT {
@@ -218,13 +232,17 @@ pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
         }
     }
     println!(
-        "Envoy + store + Redis CPU per hook (the total column), ratios (all rounds; per-round spread):"
+        "Envoy + limiter (store or Limitador) + Redis CPU per hook (the total column), ratios (all rounds; per-round spread):"
     );
+    let total =
+        |a: char, b: char| spread(get(a)?, get(b)?, Tally::total_us, |t| &t.per_round_total_us);
+    for (a, b, goal, what) in TOTAL_GOALS {
+        if let Some((r, lo, hi)) = total(a, b) {
+            print_goal((a, b, goal, what), (r, lo, hi));
+        }
+    }
     for (a, b, what) in TOTALS {
-        let r = get(a)
-            .zip(get(b))
-            .and_then(|(ta, tb)| spread(ta, tb, Tally::total_us, |t| &t.per_round_total_us));
-        if let Some((r, lo, hi)) = r {
+        if let Some((r, lo, hi)) = total(a, b) {
             println!("        ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]");
         }
     }
@@ -261,10 +279,45 @@ pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
         }
         println!("{line}");
     }
+    if let Some(p) = get('p') {
+        println!(
+            "  (p) the ratelimit filter passed {:.0} on Limitador's answer, Limitador allowed {:.0}, for {} hooks; Redis commands {:.0} ({:.2} per hook)",
+            p.counts.peer_ok,
+            p.backend.store_hits,
+            p.ok,
+            p.backend.redis_cmds,
+            p.per_hook(p.backend.redis_cmds)
+        );
+    }
     if let Some(f) = get('f') {
         println!(
             "  (f) callouts {:.0}, answered {:.0}, for {} hooks",
             f.counts.callout_calls, f.counts.callout_answers, f.ok
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variants::variants;
+
+    #[test]
+    fn a_peer_row_is_a_problem_unless_its_filter_and_limitador_saw_every_hook() {
+        let peer = variants().into_iter().find(|v| v.key == 'p').unwrap();
+        let tally = |peer_ok: f64, allowed: f64| {
+            let mut t = Tally {
+                ok: 10,
+                ..Tally::default()
+            };
+            t.counts.peer_ok = peer_ok;
+            t.backend.store_hits = allowed;
+            t
+        };
+        assert_eq!(problem(&peer, &tally(10.0, 10.0), "concurrent"), None);
+        for (passed, allowed) in [(9.0, 10.0), (10.0, 9.0), (0.0, 0.0)] {
+            let p = problem(&peer, &tally(passed, allowed), "concurrent").unwrap();
+            assert!(p.contains("(p)") && p.contains("of 10 hooks"), "{p}");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The edges bench-edge compares: the same Envoy, listener, route and
 //! clusters, and what sits before the router.
 
+use super::peer::with_ratelimit;
 use ankusa_testkit::envoy::{fleet_filter_config, render, Edge, EdgeSpec};
 use ankusa_testkit::paths;
 use ankusa_tools::floors;
@@ -20,6 +21,9 @@ pub enum Module {
     Callout,
     /// The Ankusa filter with [`Variant::config`].
     Filter,
+    /// The peer: Envoy's native `ratelimit` filter asking Limitador
+    /// ([`super::peer`]).
+    Peer,
 }
 
 pub struct Variant {
@@ -97,6 +101,14 @@ pub fn variants() -> Vec<Variant> {
         baseline: true,
         ..v(key, name, Module::Filter, config.clone(), false, false)
     };
+    let peer = v(
+        'p',
+        "peer: ratelimit + Limitador",
+        Module::Peer,
+        Value::Null,
+        false,
+        false,
+    );
     let (node_base, fleet_base) = (
         baseline('B', "baseline build, node scopes", &node),
         baseline('C', "baseline build, fleet scopes", &fleet),
@@ -166,13 +178,15 @@ pub fn variants() -> Vec<Variant> {
             false,
             true,
         ),
+        peer,
         node_base,
         fleet_base,
     ]
 }
 
 /// Starts (without waiting) `variant`'s Envoy from `spec`; a baseline
-/// variant loads `baseline` instead of this tree's filter.
+/// variant loads `baseline` instead of this tree's filter; the peer asks
+/// the Limitador listening for gRPC on `spec.store_port`.
 pub fn spawn(
     variant: &Variant,
     mut spec: EdgeSpec,
@@ -202,6 +216,10 @@ pub fn spawn(
         Module::LocalRatelimit => {
             let native = with_local_ratelimit(&without_wasm(&rendered(&spec))?)?;
             Ok(Edge::spawn_with(spec, move |_| native))
+        }
+        Module::Peer => {
+            let peer = with_ratelimit(&without_wasm(&rendered(&spec))?, spec.store_port)?;
+            Ok(Edge::spawn_with(spec, move |_| peer))
         }
         Module::Noop => floors::spawn(spec, floors::NOOP),
         Module::Callout => {
@@ -374,6 +392,8 @@ mod tests {
         }
         assert_eq!(open, fleet);
         let keys: String = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, "alnfbdcoBC");
+        assert_eq!(keys, "alnfbdcopBC");
+        let peer = get('p');
+        assert!(peer.module == Module::Peer && !peer.needs_store() && !peer.hits_store());
     }
 }
