@@ -83,38 +83,53 @@ impl Edge {
     /// Starts Envoy and waits until its admin says LIVE and its listener accepts;
     /// panics with Envoy's log tail if it exits or takes over 30 s.
     pub fn start(spec: EdgeSpec) -> Edge {
-        let mut edge = Edge::spawn(spec);
-        // A port `free_port` handed out can be taken before Envoy binds it
-        // (another test's client gets it as its ephemeral port); Envoy then
-        // exits saying so. Start again on other ports, twice at most.
+        Edge::started(spec, Edge::spawn)
+    }
+
+    /// Spawns an edge with `spawn` and waits until it is ready. A port
+    /// `free_port` handed out can be taken before Envoy binds it (another
+    /// test's client gets it as its ephemeral port): Envoy then exits (a
+    /// static listener, the admin) or rejects the listener (from LDS),
+    /// saying so. Spawned again on other ports, twice at most.
+    fn started(spec: EdgeSpec, spawn: impl Fn(EdgeSpec) -> Edge) -> Edge {
+        let mut edge = spawn(spec);
         for _ in 0..2 {
-            if !edge.exited_on_a_taken_port(Duration::from_secs(30)) {
+            if !edge.lost_a_port(Duration::from_secs(30)) {
                 break;
             }
             let mut spec = edge.spec.clone();
             spec.listen_port = crate::ports::free_port();
             spec.admin_port = crate::ports::free_port();
-            edge = Edge::spawn(spec);
+            edge = spawn(spec);
         }
         edge.wait_ready(Duration::from_secs(30));
         edge
     }
 
     /// Waits until Envoy is ready or has exited (at most `timeout`);
-    /// whether it exited because a port it was to listen on was taken.
-    fn exited_on_a_taken_port(&mut self, timeout: Duration) -> bool {
+    /// whether a port it was to listen on was taken: it exited saying so,
+    /// or it is ready, said so, and its admin lists no listener there.
+    fn lost_a_port(&mut self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
+            let taken = |edge: &Edge| edge.log().contains("Address already in use");
             if !self.proc.is_running() {
-                return self.log().contains("Address already in use");
+                return taken(self);
             }
             let ready = http::get(&self.admin_url("/ready")).is_ok_and(|r| r.status == 200);
             if ready {
-                return false;
+                return taken(self) && !self.has_listener();
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         false
+    }
+
+    /// Whether Envoy's admin lists a listener on the spec's listen port
+    /// (whoever else may hold that port).
+    fn has_listener(&self) -> bool {
+        let at = format!("127.0.0.1:{}", self.spec.listen_port);
+        http::get(&self.admin_url("/listeners")).is_ok_and(|r| r.text().contains(&at))
     }
 
     /// Starts Envoy without waiting (for configs that must be refused).
@@ -131,17 +146,17 @@ impl Edge {
     /// Starts Envoy with its listener from file-based LDS, so [`Edge::reload`]
     /// can change the plugin configuration while it runs; waits until ready.
     pub fn start_lds(spec: EdgeSpec) -> Edge {
-        let mut edge = Edge::spawn_inner(spec, |b| b, true, Some(run_token()), false);
-        edge.wait_ready(Duration::from_secs(30));
-        edge
+        Edge::started(spec, |spec| {
+            Edge::spawn_inner(spec, |b| b, true, Some(run_token()), false)
+        })
     }
 
     /// [`Edge::start_lds`], and the listener writes an access log
     /// ([`crate::access_log`]) in the edge's folder, kept across reloads.
     pub fn start_lds_logged(spec: EdgeSpec) -> Edge {
-        let mut edge = Edge::spawn_inner(spec, |b| b, true, Some(run_token()), true);
-        edge.wait_ready(Duration::from_secs(30));
-        edge
+        Edge::started(spec, |spec| {
+            Edge::spawn_inner(spec, |b| b, true, Some(run_token()), true)
+        })
     }
 
     /// Starts Envoy without waiting, on the rendered bootstrap as `tweak` rewrites it

@@ -124,16 +124,23 @@ fn each_bad_config_is_refused_naming_the_field() {
 }
 
 /// A port handed out for the listener can be taken before Envoy binds it
-/// (by another test's client); the edge starts again on another.
+/// (by another test's client); the edge starts again on another, its
+/// listener static or from LDS.
 #[test]
 fn an_edge_whose_listen_port_was_taken_starts_on_another() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = taken.local_addr().expect("addr").port();
     let config = json!({"sources": {"gh": {"tenant": "acme"}},
         "rate_limits": {"default": {"rate": 10, "burst": 10}}});
-    let mut spec = EdgeSpec::new("edge-taken", free_port(), free_port(), config);
+    let mut spec = EdgeSpec::new("edge-taken", free_port(), free_port(), config.clone());
     spec.listen_port = port;
     let edge = Edge::start(spec);
+    assert_ne!(edge.spec.listen_port, port);
+    assert!(ankusa_testkit::ports::is_listening(edge.spec.listen_port));
+    // A listener from LDS on a taken port: Envoy stays up and rejects it.
+    let mut spec = EdgeSpec::new("edge-taken-lds", free_port(), free_port(), config);
+    spec.listen_port = port;
+    let edge = Edge::start_lds(spec);
     assert_ne!(edge.spec.listen_port, port);
     assert!(ankusa_testkit::ports::is_listening(edge.spec.listen_port));
     drop(taken);
