@@ -1,10 +1,11 @@
-//! What the wire's JSON costs a fleet hook, natively: one hit request
-//! built, one settle operation riding on a call, the answer of a batch of
-//! one read back, and a single hit's answer read back. A figure, not a
-//! test: run with
-//! `cargo test --release -p ankusa-core --test wire_cost -- --ignored --nocapture`.
-//! (The filter runs the same code compiled to wasm under V8, a few times slower.)
-#![cfg(not(target_arch = "wasm32"))]
+//! What the wire's JSON costs a fleet hook: one hit request built, one
+//! settle operation riding on a call, the answer of a batch of one read
+//! back, and a single hit's answer read back. A figure, not a test: run
+//! natively with
+//! `cargo test --release -p ankusa-core --test wire_cost -- --ignored --nocapture`,
+//! and compiled to wasm32-wasip1 under V8 (Node's WASI), as the filter runs
+//! it in Envoy, with `scripts/wire-cost.sh`, which prints both.
+#![cfg(any(not(target_arch = "wasm32"), target_os = "wasi"))]
 
 use ankusa_core::wire::batch::HitsAnswer;
 use ankusa_core::wire::{Charge, ChargeKind, Claim, HitReply, HitRequest, SettleOp};
