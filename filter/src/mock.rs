@@ -63,12 +63,7 @@ impl MockHost {
     /// A host with `config`, the signing secrets `env` names, and the node's shared data created.
     pub fn new(config: &str, env: &[(&str, &str)]) -> Rc<MockHost> {
         let store = MapStore::new();
-        let secret = |name: &str| {
-            env.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        };
-        let worker = Worker::configure(config.as_bytes(), secret, &store).unwrap();
+        let worker = Worker::configure_with_env(config.as_bytes(), env, &store).unwrap();
         Rc::new(MockHost {
             worker,
             store,

@@ -58,6 +58,22 @@ impl Worker {
         })
     }
 
+    /// [`Worker::configure`] with the VM environment given as (name, value)
+    /// pairs, as the tests of the hook's machine and of the filter's host
+    /// glue give it.
+    pub fn configure_with_env<S: CasStore>(
+        bytes: &[u8],
+        env: &[(&str, &str)],
+        store: &S,
+    ) -> Result<Worker, String> {
+        let secret = |name: &str| {
+            env.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        };
+        Worker::configure(bytes, secret, store)
+    }
+
     /// What a hook's step reads: this worker, the edge's name in claims
     /// (`node`) and the node's shared data (`store`).
     pub fn env<'a, S: CasStore>(&'a self, node: &'a str, store: &'a S) -> Env<'a, S> {

@@ -15,12 +15,7 @@ impl World {
     /// `config` (JSON) with the VM environment `env` (name, value).
     pub fn new(config: &str, env: &[(&str, &str)]) -> World {
         let store = MapStore::new();
-        let secret = |name: &str| {
-            env.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        };
-        let worker = Worker::configure(config.as_bytes(), secret, &store).unwrap();
+        let worker = Worker::configure_with_env(config.as_bytes(), env, &store).unwrap();
         World { worker, store }
     }
 
