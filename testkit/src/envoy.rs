@@ -168,9 +168,7 @@ impl Edge {
     /// Starts Envoy with `token` (or none) as the store token in its
     /// environment instead of the run's, and waits until ready.
     pub fn start_with_token(spec: EdgeSpec, token: Option<&str>) -> Edge {
-        let mut edge = Edge::spawn_with_token(spec, token);
-        edge.wait_ready(Duration::from_secs(30));
-        edge
+        Edge::started(spec, |spec| Edge::spawn_with_token(spec, token))
     }
 
     /// [`Edge::start_with_token`] without waiting (for a token that must be refused).
