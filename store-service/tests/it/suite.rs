@@ -330,15 +330,21 @@ async fn settles_load_their_script_only_when_redis_lost_it(ctx: &Ctx<'_>) {
     );
     ctx.db.flush_scripts();
     let flushed = ctx.db.script_commands();
+    // Beside it, a promote of a key never claimed: its own outcome is read
+    // from its own reply (not the load's) and counted as skipped.
+    let free = claim("loads", "never", "hook-2", 120_000, 30_000);
+    let skipped_free = skipped(ctx, "promote", "free").await;
     assert_eq!(
-        ctx.settle(vec![promote(&holder, "up-9")]).await,
-        json!({"applied": 1})
+        ctx.settle(vec![promote(&holder, "up-9"), promote(&free, "up-2")])
+            .await,
+        json!({"applied": 2})
     );
     assert_eq!(
         ctx.db.get(key),
         "c:up-9",
         "the promote after the flush was lost"
     );
+    assert_eq!(skipped(ctx, "promote", "free").await, skipped_free + 1.0);
     assert!(
         ctx.db.script_commands() > flushed,
         "the settle script was not loaded again"
