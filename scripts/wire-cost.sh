@@ -6,7 +6,6 @@
 #   scripts/wire-cost.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 echo "== native"
 cargo test -q --release -p ankusa-core --test wire_cost -- --ignored --nocapture 2>&1 |
