@@ -33,6 +33,11 @@
 #   PERF_DIR=/tmp/prof MODE=concurrent PER_ENVOY=1,4,32 ONLY=nfc ROUNDS=2 scripts/bench-edge.sh
 #       # and `perf record` on the Envoys' core during each load: each
 #       # Envoy's CPU per hook split into Envoy code, kernel, V8 code, libc
+#   MODE=concurrent PER_ENVOY=1,4,32 ONLY=nfhoc scripts/bench-edge.sh
+#       # and (h), the hit floor: the callout floor making a real hit on the
+#       # store's /v1/hit per hook (a fresh claim each time, the answer read
+#       # and dropped) instead of GET /healthz: what a store call's own work
+#       # and wait cost Envoy, beside (f). Only run when ONLY names it
 #
 # Every process (Redis, ankusa-store, the intake, the Envoys) is started by
 # bench-edge on free loopback ports and stopped by PID when it ends, fails or

@@ -1,11 +1,16 @@
 //! The floor filters bench-edge compares the Ankusa filter with, through real
 //! Envoy: the no-op filter passes every hook and counts it; the callout floor
 //! makes exactly one call per hook (counted at the upstream it calls) and
-//! passes the hook only after the answer. Needs the release wasm of both
+//! passes the hook only after the answer; configured with `/v1/hit`, its
+//! one call per hook is a real hit on a real store and Redis, counted as
+//! answered only with a 200. Needs the release wasm of both
 //! (`scripts/test.sh` builds it).
 
 use ankusa_testkit::envoy::{Edge, EdgeSpec};
 use ankusa_testkit::ports::free_port;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
+use ankusa_testkit::token::EDGE_TOKENS_ENV;
 use ankusa_tools::floors;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -151,6 +156,60 @@ fn the_callout_floor_calls_once_per_hook_before_passing_it() {
     assert_eq!(log, expected, "{}", edge.log_tail());
     assert_eq!(edge.stat(floors::CALLOUT_CALLS), HOOKS as f64);
     assert_eq!(edge.stat(floors::CALLOUT_ANSWERS), HOOKS as f64);
+}
+
+/// The hit floor's edge in front of `store`, its hooks passed to a counting upstream.
+fn hit_floor(store: &Store) -> (Edge, Seen) {
+    let (upstream, seen) = counting_upstream();
+    let config = serde_json::Value::String("ankusa_store /v1/hit".to_string());
+    let spec = EdgeSpec::new("floor-hit", upstream, store.port, config);
+    let mut edge = floors::spawn(spec, floors::CALLOUT).unwrap();
+    edge.wait_ready(Duration::from_secs(60));
+    (edge, seen)
+}
+
+#[test]
+fn the_hit_floor_makes_one_real_hit_per_hook_each_claiming_its_own_delivery() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let (edge, seen) = hit_floor(&store);
+    send_hooks(&edge);
+    assert_eq!(count(&seen, "/webhooks/gh"), HOOKS);
+    assert_eq!(edge.stat(floors::CALLOUT_CALLS), HOOKS as f64);
+    assert_eq!(
+        edge.stat(floors::CALLOUT_ANSWERS),
+        HOOKS as f64,
+        "every hit answered 200\n{}",
+        store.proc.log_tail()
+    );
+    assert_eq!(edge.stat(floors::CALLOUT_NOT_OK), 0.0);
+    assert_eq!(store.metric("ankusa_store_hits_per_call_sum"), HOOKS as f64);
+    // One pending claim per hook: no two hooks claimed the same delivery.
+    let claims = redis.cli(&["KEYS", "ankusa:{acme}:claim:gh:floor-*"]);
+    assert_eq!(claims.lines().count() as u64, HOOKS, "{claims}");
+}
+
+#[test]
+fn a_hit_the_store_refuses_is_counted_apart_from_the_answers() {
+    let redis = Redis::start();
+    // The store accepts another edge token than the one the floor's VM holds.
+    let store = Store::start_with_env(
+        free_port(),
+        &redis.url(),
+        &[],
+        &[(EDGE_TOKENS_ENV, "another-edge-token-0123456789abcdef")],
+    );
+    let (edge, seen) = hit_floor(&store);
+    send_hooks(&edge);
+    assert_eq!(
+        count(&seen, "/webhooks/gh"),
+        HOOKS,
+        "the floor passes every hook"
+    );
+    assert_eq!(edge.stat(floors::CALLOUT_CALLS), HOOKS as f64);
+    assert_eq!(edge.stat(floors::CALLOUT_ANSWERS), 0.0);
+    assert_eq!(edge.stat(floors::CALLOUT_NOT_OK), HOOKS as f64);
+    assert_eq!(redis.cli(&["DBSIZE"]), "0");
 }
 
 #[test]

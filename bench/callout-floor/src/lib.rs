@@ -6,10 +6,16 @@
 //! filter (`cargo build -p ankusa-bench-callout --target wasm32-wasip1 --release`).
 //!
 //! Configuration: `cluster path` on one line, or that text as a JSON string
-//! (default `ankusa_store /healthz`).
+//! (default `ankusa_store /healthz`). With the path `/v1/hit` the callout is
+//! a real store call instead ([`hit`]): a POST of a fresh hit with the edge
+//! token from the VM environment, its answer's status and body read.
 //! Counters: `bench_callout_calls_total` (dispatched), `bench_callout_answers_total`
-//! (answered) and `bench_callout_failures_total` (refused at dispatch; the
-//! request then passes at once).
+//! (answered; for `/v1/hit`, with a 200), `bench_callout_not_ok_total`
+//! (a `/v1/hit` answered otherwise, or reset) and
+//! `bench_callout_failures_total` (refused at dispatch; the request then
+//! passes at once).
+
+mod hit;
 
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -33,8 +39,11 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 struct Target {
     cluster: String,
     path: String,
+    /// The real store call's sender, when the path asks for it.
+    hits: Option<hit::Hits>,
     calls: Option<u32>,
     answers: Option<u32>,
+    not_ok: Option<u32>,
     failures: Option<u32>,
 }
 
@@ -43,8 +52,10 @@ impl Default for Target {
         Target {
             cluster: DEFAULT_CLUSTER.to_string(),
             path: DEFAULT_PATH.to_string(),
+            hits: None,
             calls: None,
             answers: None,
+            not_ok: None,
             failures: None,
         }
     }
@@ -79,12 +90,30 @@ impl RootContext for Root {
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
         let (cluster, path) = parse(&text);
+        let hits = if hit::wanted(&path) {
+            // Keeps this VM's claims apart from every other run's.
+            let run = hostcalls::get_current_time()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as u64);
+            match hit::Hits::from_env(run) {
+                Ok(hits) => Some(hits),
+                Err(e) => {
+                    let _ = hostcalls::log(LogLevel::Error, &format!("callout floor: {e}"));
+                    return false;
+                }
+            }
+        } else {
+            None
+        };
         let metric = |name: &str| hostcalls::define_metric(MetricType::Counter, name).ok();
         self.target = Rc::new(Target {
             cluster,
             path,
+            hits,
             calls: metric("bench_callout_calls_total"),
             answers: metric("bench_callout_answers_total"),
+            not_ok: metric("bench_callout_not_ok_total"),
             failures: metric("bench_callout_failures_total"),
         });
         true
@@ -113,10 +142,22 @@ impl Context for Hold {
         &mut self,
         _token: u32,
         _headers: usize,
-        _body: usize,
+        body_size: usize,
         _trailers: usize,
     ) {
-        count(self.target.answers);
+        if self.target.hits.is_some() {
+            // Read as any client of the store must, then dropped.
+            let status = self.get_http_call_response_header(":status");
+            let body = self.get_http_call_response_body(0, body_size);
+            let ok = status.as_deref() == Some("200") && body.is_some();
+            count(if ok {
+                self.target.answers
+            } else {
+                self.target.not_ok
+            });
+        } else {
+            count(self.target.answers);
+        }
         self.waiting = false;
         self.resume_http_request();
     }
@@ -125,17 +166,17 @@ impl Context for Hold {
 impl HttpContext for Hold {
     fn on_http_request_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {
         let t = &self.target;
-        let sent = self.dispatch_http_call(
-            &t.cluster,
-            vec![
-                (":method", "GET"),
-                (":path", &t.path),
-                (":authority", &t.cluster),
-            ],
-            None,
-            vec![],
-            TIMEOUT,
-        );
+        let mut headers = vec![
+            (":method", "GET"),
+            (":path", t.path.as_str()),
+            (":authority", t.cluster.as_str()),
+        ];
+        let body = t.hits.as_ref().map(|hits| {
+            headers[0].1 = "POST";
+            headers.extend(hits.headers());
+            hits.next_body()
+        });
+        let sent = self.dispatch_http_call(&t.cluster, headers, body.as_deref(), vec![], TIMEOUT);
         match sent {
             Ok(_) => {
                 count(t.calls);

@@ -8,13 +8,16 @@ use std::path::PathBuf;
 
 /// `bench/noop-filter`: passes every request, counts it in [`NOOP_REQUESTS`].
 pub const NOOP: &str = "ankusa_bench_noop";
-/// `bench/callout-floor`: one GET per request on the `ankusa_store` cluster,
-/// the request held until its answer; counts in [`CALLOUT_CALLS`] and [`CALLOUT_ANSWERS`].
+/// `bench/callout-floor`: one GET per request on the `ankusa_store` cluster
+/// (or, configured with `/v1/hit`, one real hit), the request held until its
+/// answer; counts in [`CALLOUT_CALLS`] and [`CALLOUT_ANSWERS`].
 pub const CALLOUT: &str = "ankusa_bench_callout";
 
 pub const NOOP_REQUESTS: &str = "bench_noop_requests_total";
 pub const CALLOUT_CALLS: &str = "bench_callout_calls_total";
 pub const CALLOUT_ANSWERS: &str = "bench_callout_answers_total";
+/// The callout floor's `/v1/hit` calls answered other than 200, or reset.
+pub const CALLOUT_NOT_OK: &str = "bench_callout_not_ok_total";
 
 /// The release wasm of floor `name` ([`NOOP`] or [`CALLOUT`]), or how to build it.
 pub fn wasm(name: &str) -> Result<PathBuf, String> {

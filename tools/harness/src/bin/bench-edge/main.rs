@@ -10,7 +10,9 @@
 //! call, to a release ankusa-store on a real Redis) and (o) fleet scopes
 //! with the store unreachable and the breaker open; with `--limitador`,
 //! (p) the peer: Envoy's native `ratelimit` filter asking Limitador over
-//! gRPC, its counters in a Redis of its own; with `--baseline-wasm`,
+//! gRPC, its counters in a Redis of its own; when named, (h) the callout
+//! floor making a real hit on the store's `/v1/hit` instead of `/healthz`;
+//! with `--baseline-wasm`,
 //! (B) and (C) run another build of the filter on (b)'s and (c)'s
 //! configurations, for a before/after in the same run.
 //! Quotas are high enough that nothing is refused.
@@ -86,8 +88,8 @@ pub struct Args {
     concurrency: u32,
     #[arg(long, value_enum, default_value_t = Mode::Both)]
     mode: Mode,
-    /// The variants to run, by key (`alnfbdco`; `p` needs `--limitador`, `B`
-    /// and `C` need `--baseline-wasm`).
+    /// The variants to run, by key (`alnfbdco`; `h` only when named; `p`
+    /// needs `--limitador`, `B` and `C` need `--baseline-wasm`).
     #[arg(long, default_value = "alnfbdco")]
     only: String,
     /// The core every Envoy is pinned to.

@@ -21,11 +21,13 @@ pub const GOALS: [(char, char, f64, &str); 3] = [
 pub const TOTAL_GOALS: [(char, char, f64, &str); 1] = [('c', 'p', 0.80, "fleet scopes / the peer")];
 
 /// Ratios printed for context, no goal attached.
-const CONTEXT: [(char, char, &str); 11] = [
+const CONTEXT: [(char, char, &str); 13] = [
     ('l', 'a', "native local_ratelimit / bare"),
     ('n', 'a', "no-op wasm / bare"),
     ('n', 'l', "no-op wasm / native local_ratelimit"),
     ('f', 'n', "one-callout floor / no-op wasm"),
+    ('h', 'f', "hit floor / one-callout floor"),
+    ('c', 'h', "fleet scopes / hit floor"),
     ('b', 'a', "node scopes / bare"),
     ('d', 'b', "node + verify / node scopes"),
     ('c', 'b', "fleet scopes / node scopes"),
@@ -74,6 +76,13 @@ pub fn problem(v: &Variant, t: &Tally, mode: &str) -> Option<String> {
             "{tag} the callout floor had {} answers for {} hooks",
             t.counts.callout_answers, t.ok
         )),
+        Module::HitCallout if t.counts.callout_answers < ok || t.backend.store_hits < ok => {
+            Some(format!(
+                "{tag} the hit floor had {} answers with a 200 (the rest: \
+                 bench_callout_not_ok_total) and the store {} hits for {} hooks",
+                t.counts.callout_answers, t.backend.store_hits, t.ok
+            ))
+        }
         Module::Peer if t.counts.peer_ok < ok || t.backend.store_hits < ok => Some(format!(
             "{tag} the peer's filter passed {} and Limitador allowed {} of {} hooks",
             t.counts.peer_ok, t.backend.store_hits, t.ok
@@ -295,6 +304,17 @@ pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
             f.counts.callout_calls, f.counts.callout_answers, f.ok
         );
     }
+    if let Some(h) = get('h') {
+        println!(
+            "  (h) hits sent {:.0}, answered with a 200 {:.0}, for {} hooks; store hits {:.0}; Redis commands {:.0} ({:.2} per hook)",
+            h.counts.callout_calls,
+            h.counts.callout_answers,
+            h.ok,
+            h.backend.store_hits,
+            h.backend.redis_cmds,
+            h.per_hook(h.backend.redis_cmds)
+        );
+    }
 }
 
 #[cfg(test)]
@@ -302,22 +322,39 @@ mod tests {
     use super::*;
     use crate::variants::variants;
 
-    #[test]
-    fn a_peer_row_is_a_problem_unless_its_filter_and_limitador_saw_every_hook() {
-        let peer = variants().into_iter().find(|v| v.key == 'p').unwrap();
-        let tally = |peer_ok: f64, allowed: f64| {
+    /// Variant `key`'s row over 10 hooks, with the edge's count and the
+    /// limiter's count `set` writes: a problem unless both saw all 10, and
+    /// then one naming the variant and the hooks (`hooks`, as it says them).
+    fn a_row_needs_both_counts(key: char, hooks: &str, set: fn(&mut Tally, f64, f64)) {
+        let variant = variants().into_iter().find(|v| v.key == key).unwrap();
+        let tally = |edge: f64, limiter: f64| {
             let mut t = Tally {
                 ok: 10,
                 ..Tally::default()
             };
-            t.counts.peer_ok = peer_ok;
-            t.backend.store_hits = allowed;
+            set(&mut t, edge, limiter);
             t
         };
-        assert_eq!(problem(&peer, &tally(10.0, 10.0), "concurrent"), None);
-        for (passed, allowed) in [(9.0, 10.0), (10.0, 9.0), (0.0, 0.0)] {
-            let p = problem(&peer, &tally(passed, allowed), "concurrent").unwrap();
-            assert!(p.contains("(p)") && p.contains("of 10 hooks"), "{p}");
+        assert_eq!(problem(&variant, &tally(10.0, 10.0), "concurrent"), None);
+        for (edge, limiter) in [(9.0, 10.0), (10.0, 9.0), (0.0, 0.0)] {
+            let p = problem(&variant, &tally(edge, limiter), "concurrent").unwrap();
+            assert!(p.contains(&format!("({key})")) && p.contains(hooks), "{p}");
         }
+    }
+
+    #[test]
+    fn a_peer_row_is_a_problem_unless_its_filter_and_limitador_saw_every_hook() {
+        a_row_needs_both_counts('p', "of 10 hooks", |t, passed, allowed| {
+            t.counts.peer_ok = passed;
+            t.backend.store_hits = allowed;
+        });
+    }
+
+    #[test]
+    fn a_hit_floor_row_is_a_problem_unless_every_hook_got_a_200_hit() {
+        a_row_needs_both_counts('h', "for 10 hooks", |t, answers, hits| {
+            t.counts.callout_answers = answers;
+            t.backend.store_hits = hits;
+        });
     }
 }

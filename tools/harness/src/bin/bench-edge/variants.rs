@@ -19,6 +19,8 @@ pub enum Module {
     Noop,
     /// `bench/callout-floor`, calling the store's `/healthz`.
     Callout,
+    /// `bench/callout-floor`, making a real hit on the store's `/v1/hit`.
+    HitCallout,
     /// The Ankusa filter with [`Variant::config`].
     Filter,
     /// The peer: Envoy's native `ratelimit` filter asking Limitador
@@ -51,7 +53,7 @@ impl Variant {
     /// Gets a store and Redis of its own: it calls the store (the floor's
     /// `/healthz`, or hits).
     pub fn needs_store(&self) -> bool {
-        self.module == Module::Callout || self.hits_store()
+        matches!(self.module, Module::Callout | Module::HitCallout) || self.hits_store()
     }
 }
 
@@ -67,6 +69,8 @@ pub const BODY: &str = r#"{"zen":"Design for failure.","n":{i}}"#;
 pub const SIGNED_BODY: &str = r#"{"zen":"Design for failure.","n":100000}"#;
 /// What the callout floor calls: cheap, and answered by the store without Redis.
 pub const CALLOUT_TARGET: &str = "ankusa_store /healthz";
+/// What the hit floor calls: a real hit, a fresh claim each hook.
+pub const HIT_CALLOUT_TARGET: &str = "ankusa_store /v1/hit";
 /// How long the breaker-open variant's breaker stays open: a day, the most allowed.
 pub const BREAKER_OPEN_MS: u64 = 86_400_000;
 
@@ -142,6 +146,14 @@ pub fn variants() -> Vec<Variant> {
             'f',
             "one-callout floor",
             Module::Callout,
+            Value::Null,
+            false,
+            false,
+        ),
+        v(
+            'h',
+            "hit floor: one real /v1/hit",
+            Module::HitCallout,
             Value::Null,
             false,
             false,
@@ -224,6 +236,10 @@ pub fn spawn(
         Module::Noop => floors::spawn(spec, floors::NOOP),
         Module::Callout => {
             spec.filter_config = Value::String(CALLOUT_TARGET.to_string());
+            floors::spawn(spec, floors::CALLOUT)
+        }
+        Module::HitCallout => {
+            spec.filter_config = Value::String(HIT_CALLOUT_TARGET.to_string());
             floors::spawn(spec, floors::CALLOUT)
         }
     }
@@ -384,6 +400,7 @@ mod tests {
         let open = get('o');
         assert!(open.store_down && !open.hits_store() && get('c').hits_store());
         assert!(!open.needs_store() && get('f').needs_store() && get('C').needs_store());
+        assert!(get('h').needs_store() && !get('h').hits_store());
         assert!(!get('n').needs_store() && !get('b').needs_store());
         let mut open = open.config.clone();
         assert_eq!(open["fleet"]["breaker_open_ms"], BREAKER_OPEN_MS);
@@ -392,7 +409,7 @@ mod tests {
         }
         assert_eq!(open, fleet);
         let keys: String = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, "alnfbdcopBC");
+        assert_eq!(keys, "alnfhbdcopBC");
         let peer = get('p');
         assert!(peer.module == Module::Peer && !peer.needs_store() && !peer.hits_store());
     }
