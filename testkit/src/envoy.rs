@@ -165,6 +165,11 @@ impl Edge {
         Edge::spawn_inner(spec, tweak, false, Some(run_token()), false)
     }
 
+    /// [`Edge::spawn_with`], and waits until ready (on other ports if one was taken).
+    pub fn start_with(spec: EdgeSpec, tweak: impl Fn(String) -> String) -> Edge {
+        Edge::started(spec, |spec| Edge::spawn_with(spec, &tweak))
+    }
+
     /// Starts Envoy with `token` (or none) as the store token in its
     /// environment instead of the run's, and waits until ready.
     pub fn start_with_token(spec: EdgeSpec, token: Option<&str>) -> Edge {

@@ -119,8 +119,7 @@ fn send_hooks(edge: &Edge) {
 fn the_noop_filter_passes_and_counts_every_hook() {
     let (upstream, seen) = counting_upstream();
     let spec = EdgeSpec::new("floor-noop", upstream, free_port(), serde_json::json!({}));
-    let mut edge = floors::spawn(spec, floors::NOOP).unwrap();
-    edge.wait_ready(Duration::from_secs(60));
+    let edge = floors::start(spec, floors::NOOP).unwrap();
     send_hooks(&edge);
     assert_eq!(count(&seen, "/webhooks/gh"), HOOKS);
     assert_eq!(
@@ -138,8 +137,7 @@ fn the_callout_floor_calls_once_per_hook_before_passing_it() {
     // the callout's answer for SLOW: a hook passed before it would show.
     let config = serde_json::Value::String("ankusa_store /slow-ping".to_string());
     let spec = EdgeSpec::new("floor-callout", upstream, upstream, config);
-    let mut edge = floors::spawn(spec, floors::CALLOUT).unwrap();
-    edge.wait_ready(Duration::from_secs(60));
+    let edge = floors::start(spec, floors::CALLOUT).unwrap();
     send_hooks(&edge);
     let log = seen.lock().unwrap().clone();
     let expected: Vec<String> = (0..HOOKS)
@@ -163,8 +161,7 @@ fn hit_floor(store: &Store) -> (Edge, Seen) {
     let (upstream, seen) = counting_upstream();
     let config = serde_json::Value::String("ankusa_store /v1/hit".to_string());
     let spec = EdgeSpec::new("floor-hit", upstream, store.port, config);
-    let mut edge = floors::spawn(spec, floors::CALLOUT).unwrap();
-    edge.wait_ready(Duration::from_secs(60));
+    let edge = floors::start(spec, floors::CALLOUT).unwrap();
     (edge, seen)
 }
 

@@ -138,10 +138,20 @@ fn an_edge_whose_listen_port_was_taken_starts_on_another() {
     assert_ne!(edge.spec.listen_port, port);
     assert!(ankusa_testkit::ports::is_listening(edge.spec.listen_port));
     // A listener from LDS on a taken port: Envoy stays up and rejects it.
-    let mut spec = EdgeSpec::new("edge-taken-lds", free_port(), free_port(), config);
+    let mut spec = EdgeSpec::new("edge-taken-lds", free_port(), free_port(), config.clone());
     spec.listen_port = port;
     let edge = Edge::start_lds(spec);
     assert_ne!(edge.spec.listen_port, port);
     assert!(ankusa_testkit::ports::is_listening(edge.spec.listen_port));
+    // A rewritten bootstrap: the rewrite is applied again to the new ports' one.
+    let mut spec = EdgeSpec::new("edge-taken-with", free_port(), free_port(), config);
+    spec.listen_port = port;
+    let edge = Edge::start_with(spec, |b| {
+        b.replace("edge-taken-with", "edge-taken-rewritten")
+    });
+    assert_ne!(edge.spec.listen_port, port);
+    assert!(ankusa_testkit::ports::is_listening(edge.spec.listen_port));
+    let bootstrap = std::fs::read_to_string(edge.dir.join("edge.yaml")).expect("bootstrap");
+    assert!(bootstrap.contains("edge-taken-rewritten"), "{bootstrap}");
     drop(taken);
 }

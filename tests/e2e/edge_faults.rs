@@ -43,8 +43,7 @@ fn a_store_cluster_with_no_healthy_host_admits_every_hook_node_local_and_opens_t
     config["fleet"]["breaker_open_ms"] = json!(600_000);
     let spec = EdgeSpec::new("edge-nohost", intake.port, free_port(), config);
     let store_port = spec.store_port;
-    let mut edge = Edge::spawn_with(spec, |b| without_store_hosts(b, store_port));
-    edge.wait_ready(Duration::from_secs(30));
+    let edge = Edge::start_with(spec, |b| without_store_hosts(b, store_port));
 
     for i in 0..12 {
         let r = deliver(&edge, "/webhooks/gh", &format!("nohost-{i}"));

@@ -47,11 +47,21 @@ pub fn swap_module(bootstrap: &str, module: &std::path::Path) -> Result<String, 
 /// Starts (without waiting) an edge from `spec` with floor `name` in the
 /// filter's place; `spec.filter_config` becomes the floor's configuration.
 pub fn spawn(spec: EdgeSpec, name: &str) -> Result<Edge, String> {
+    let tweak = floor(&spec, name)?;
+    Ok(Edge::spawn_with(spec, tweak))
+}
+
+/// [`spawn`], and waits until the edge is ready (on other ports if one was taken).
+pub fn start(spec: EdgeSpec, name: &str) -> Result<Edge, String> {
+    let tweak = floor(&spec, name)?;
+    Ok(Edge::start_with(spec, tweak))
+}
+
+/// What puts floor `name` in the filter's place in a bootstrap rendered from `spec`.
+fn floor(spec: &EdgeSpec, name: &str) -> Result<impl Fn(String) -> String, String> {
     let module = wasm(name)?;
     // Rendered once here so a template without the filter line is an error, not a panic in Envoy.
-    let probe = ankusa_testkit::envoy::render(&spec, &paths::filter_wasm());
+    let probe = ankusa_testkit::envoy::render(spec, &paths::filter_wasm());
     swap_module(&probe, &module)?;
-    Ok(Edge::spawn_with(spec, move |b| {
-        swap_module(&b, &module).unwrap_or(b)
-    }))
+    Ok(move |b: String| swap_module(&b, &module).unwrap_or(b))
 }
