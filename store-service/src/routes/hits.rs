@@ -20,17 +20,20 @@ use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use redis::Value;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
-/// The body as read: each hit still raw, so one bad hit refuses only itself.
+/// The body as read: each hit still its JSON text, so one bad hit refuses
+/// only itself, and a good one is read straight into a [`HitRequest`]
+/// (no `serde_json::Value` tree built first).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawHits {
-    hits: Vec<serde_json::Value>,
+    hits: Vec<Box<RawValue>>,
     #[serde(default)]
     settle: Vec<SettleOp>,
 }
@@ -52,7 +55,7 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
     let total = raw.hits.len();
     let mut results: Vec<Option<HitResult>> = vec![None; total];
     let mut valid = Vec::with_capacity(total);
-    for (i, item) in raw.hits.into_iter().enumerate() {
+    for (i, item) in raw.hits.iter().enumerate() {
         match read_item(i, item) {
             Ok(hit) => {
                 if let Some(node) = &hit.node {
@@ -112,8 +115,8 @@ fn failed_as_a_whole(
     }
 }
 
-fn read_item(index: usize, item: serde_json::Value) -> Result<HitRequest, StoreError> {
-    let hit: HitRequest = serde_json::from_value(item)
+fn read_item(index: usize, item: &RawValue) -> Result<HitRequest, StoreError> {
+    let hit: HitRequest = serde_json::from_str(item.get())
         .map_err(|e| StoreError::BadRequest(format!("hits[{index}]: not a valid hit: {e}")))?;
     hit.validate()
         .map_err(|e| StoreError::BadRequest(item_field(index, &e).to_string()))?;

@@ -123,6 +123,27 @@ async fn a_malformed_hit_beside_good_ones_refuses_only_itself(ctx: &(Service, Ht
     let (status, answer) = post_hits(ctx, vec![json!({"charges": []})]).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["results"][0]["error"], "bad_request", "{answer}");
+    // A hit naming a field twice is refused as `/v1/hit` refuses it, not
+    // read as its last copy: here the second copy would charge another tenant.
+    let charges = |t: &str| json!([charge("hooks", t, 1, 10, 10)]).to_string();
+    let body = format!(
+        r#"{{"hits":[{{"charges":{},"charges":{}}}]}}"#,
+        charges("twice-a"),
+        charges("twice-b")
+    );
+    let (status, text) = ctx
+        .1
+        .send("POST", &ctx.0.at("/v1/hits"), &[], body.into_bytes())
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let r = &answer["results"][0];
+    assert_eq!(r["error"], "bad_request", "{answer}");
+    let message = r["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("hits[0]") && message.contains("duplicate field `charges`"),
+        "{message}"
+    );
 }
 
 async fn the_batch_runs_after_the_script_cache_was_flushed(ctx: &(Service, Http), db: &Db) {
