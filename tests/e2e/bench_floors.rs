@@ -11,6 +11,7 @@ use ankusa_testkit::ports::free_port;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
 use ankusa_testkit::token::EDGE_TOKENS_ENV;
+use ankusa_tests::edge_support::claim_key;
 use ankusa_tools::floors;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -182,7 +183,7 @@ fn the_hit_floor_makes_one_real_hit_per_hook_each_claiming_its_own_delivery() {
     assert_eq!(edge.stat(floors::CALLOUT_NOT_OK), 0.0);
     assert_eq!(store.metric("ankusa_store_hits_per_call_sum"), HOOKS as f64);
     // One pending claim per hook: no two hooks claimed the same delivery.
-    let claims = redis.cli(&["KEYS", "ankusa:{acme}:claim:gh:floor-*"]);
+    let claims = redis.cli(&["KEYS", &claim_key("floor-*")]);
     assert_eq!(claims.lines().count() as u64, HOOKS, "{claims}");
 }
 

@@ -4,6 +4,7 @@
 //! work (a script on Redis, a JSON answer), where `/healthz` answers at
 //! once; still no decision around it: the answer is read and dropped.
 
+use ankusa_core::config::{FleetConfig, DEFAULT_TTL_MS};
 use ankusa_core::fleet::token::{edge_authorization, EDGE_TOKEN_ENV};
 use ankusa_core::wire::{Charge, ChargeKind, Claim, HitRequest, BUDGET_HEADER, HIT_PATH};
 use std::cell::Cell;
@@ -13,9 +14,6 @@ const TENANT: &str = "acme";
 const QUOTA: u64 = 1_000_000;
 /// How long the store may take (ms), as `x-ankusa-budget-ms`.
 pub const BUDGET_MS: &str = "1000";
-/// The claim's life once committed, and while pending (ms): the filter's defaults.
-const TTL_MS: u64 = 259_200_000;
-const PENDING_TTL_MS: u64 = 30_000;
 
 /// Whether the configured path asks for the real store call.
 pub fn wanted(path: &str) -> bool {
@@ -26,6 +24,8 @@ pub fn wanted(path: &str) -> bool {
 pub struct Hits {
     /// `Bearer <token>`, from the VM environment; None: no token set.
     pub authorization: Option<String>,
+    /// How long a claim stays pending (ms): the filter's default.
+    pending_ttl_ms: u64,
     run: u64,
     sent: Cell<u64>,
 }
@@ -36,6 +36,7 @@ impl Hits {
     pub fn new(env_value: Option<&str>, run: u64) -> Result<Hits, String> {
         Ok(Hits {
             authorization: edge_authorization(env_value)?,
+            pending_ttl_ms: FleetConfig::default().pending_ttl_ms,
             run,
             sent: Cell::new(0),
         })
@@ -65,8 +66,8 @@ impl Hits {
                 key: id.clone(),
                 hook_id: id,
                 node: "bench-floor".to_string(),
-                ttl_ms: TTL_MS,
-                pending_ttl_ms: PENDING_TTL_MS,
+                ttl_ms: DEFAULT_TTL_MS,
+                pending_ttl_ms: self.pending_ttl_ms,
             }),
             replay: None,
             node: None,
