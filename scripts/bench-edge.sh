@@ -38,6 +38,12 @@
 #       # store's /v1/hit per hook (a fresh claim each time, the answer read
 #       # and dropped) instead of GET /healthz: what a store call's own work
 #       # and wait cost Envoy, beside (f). Only run when ONLY names it
+#   MODE=concurrent PER_ENVOY=1,4,32 ONLY=nkb ROUNDS=5 scripts/bench-edge.sh
+#       # and (k), the host-call floor: the no-op filter making every host
+#       # call a node hook makes (headers read, clock, the bucket's get and
+#       # compare-and-swap, four forwarded headers, the counter, two
+#       # RateLimit headers, the access log's decision) with fixed values:
+#       # what no decision logic can go below. Only run when ONLY names it
 #
 # Every process (Redis, ankusa-store, the intake, the Envoys) is started by
 # bench-edge on free loopback ports and stopped by PID when it ends, fails or

@@ -1,13 +1,19 @@
 //! The floor filters bench-edge compares the Ankusa filter with, through real
-//! Envoy: the no-op filter passes every hook and counts it; the callout floor
+//! Envoy: the no-op filter passes every hook and counts it (configured as the
+//! host-call floor, it also makes a node hook's host calls, whose writes show:
+//! four forwarded headers, two RateLimit headers, the decision in the access
+//! log); the callout floor
 //! makes exactly one call per hook (counted at the upstream it calls) and
 //! passes the hook only after the answer; configured with `/v1/hit`, its
 //! one call per hook is a real hit on a real store and Redis, counted as
 //! answered only with a 200. Needs the release wasm of both
 //! (`scripts/test.sh` builds it).
 
+use ankusa_testkit::access_log::{self, with_access_log};
 use ankusa_testkit::envoy::{Edge, EdgeSpec};
+use ankusa_testkit::http::Response;
 use ankusa_testkit::ports::free_port;
+use ankusa_testkit::process::scratch_dir;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
 use ankusa_testkit::token::EDGE_TOKENS_ENV;
@@ -16,10 +22,11 @@ use ankusa_tools::floors;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// What the upstream saw, in order: `path` when a request's body has been
-/// read, `answered path` just before its answer is written.
+/// What the upstream saw, in order: `path x-ankusa-…` for each of our
+/// headers a request carries, `path` when its body has been read,
+/// `answered path` just before its answer is written.
 type Seen = Arc<Mutex<Vec<String>>>;
 
 /// How long the upstream holds an answer to a path starting `/slow`.
@@ -54,8 +61,14 @@ fn counting_upstream() -> (u16, Seen) {
                         if reader.read_line(&mut line).unwrap_or(0) == 0 {
                             return;
                         }
-                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(v) = lower.strip_prefix("content-length:") {
                             length = v.trim().parse().unwrap_or(0);
+                        }
+                        if let Some((name, _)) = lower.split_once(':') {
+                            if name.starts_with("x-ankusa-") {
+                                tally.lock().unwrap().push(format!("{path} {name}"));
+                            }
                         }
                         if line == "\r\n" {
                             break;
@@ -91,7 +104,9 @@ fn count(seen: &Seen, path: &str) -> u64 {
 const HOOKS: u64 = 25;
 
 /// Sends [`HOOKS`] POSTs with a body through `edge`; every one must pass.
-fn send_hooks(edge: &Edge) {
+/// Their answers, in order.
+fn send_hooks(edge: &Edge) -> Vec<Response> {
+    let mut answers = Vec::new();
     for i in 0..HOOKS {
         let body = format!(r#"{{"n":{i}}}"#);
         let res = edge
@@ -113,15 +128,26 @@ fn send_hooks(edge: &Edge) {
             "ok",
             "hook {i} was not answered by the upstream"
         );
+        answers.push(res);
     }
+    answers
 }
+
+/// Our headers a node hook forwards, and the RateLimit headers it answers with.
+const FORWARDED: [&str; 4] = [
+    "x-ankusa-hook-id",
+    "x-ankusa-tenant",
+    "x-ankusa-source",
+    "x-ankusa-event-key",
+];
+const RATE_HEADERS: [&str; 2] = ["ratelimit-policy", "ratelimit"];
 
 #[test]
 fn the_noop_filter_passes_and_counts_every_hook() {
     let (upstream, seen) = counting_upstream();
     let spec = EdgeSpec::new("floor-noop", upstream, free_port(), serde_json::json!({}));
     let edge = floors::start(spec, floors::NOOP).unwrap();
-    send_hooks(&edge);
+    let answers = send_hooks(&edge);
     assert_eq!(count(&seen, "/webhooks/gh"), HOOKS);
     assert_eq!(
         edge.stat(floors::NOOP_REQUESTS),
@@ -129,6 +155,61 @@ fn the_noop_filter_passes_and_counts_every_hook() {
         "{}",
         edge.log_tail()
     );
+    // Untouched: none of the host-call floor's writes.
+    let log = seen.lock().unwrap().clone();
+    assert!(!log.iter().any(|l| l.contains("x-ankusa-")), "{log:?}");
+    for res in &answers {
+        assert!(
+            RATE_HEADERS.iter().all(|h| res.header(h).is_none()),
+            "{res:?}"
+        );
+    }
+}
+
+#[test]
+fn the_host_call_floor_makes_a_node_hooks_writes_on_every_hook() {
+    let (upstream, seen) = counting_upstream();
+    let config = serde_json::Value::String(floors::NODE_CALLS.to_string());
+    let spec = EdgeSpec::new("floor-calls", upstream, free_port(), config);
+    let access = scratch_dir("floor-calls-log").join("access.log");
+    let module = floors::wasm(floors::NOOP).unwrap();
+    let path = access.clone();
+    let edge = Edge::start_with(spec, move |b| {
+        with_access_log(&floors::swap_module(&b, &module).unwrap(), &path)
+    });
+    let answers = send_hooks(&edge);
+    assert_eq!(count(&seen, "/webhooks/gh"), HOOKS);
+    assert_eq!(edge.stat(floors::NOOP_REQUESTS), HOOKS as f64);
+    for name in FORWARDED {
+        let forwarded = format!("/webhooks/gh {name}");
+        assert_eq!(
+            count(&seen, &forwarded),
+            HOOKS,
+            "{name}\n{}",
+            edge.log_tail()
+        );
+    }
+    for res in &answers {
+        for name in RATE_HEADERS {
+            assert!(res.header(name).is_some(), "{name} missing: {res:?}");
+        }
+    }
+    // The decision set as filter state reaches the access log, line by line.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut lines = access_log::lines(&access);
+    while (lines.len() as u64) < HOOKS && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        lines = access_log::lines(&access);
+    }
+    assert_eq!(lines.len() as u64, HOOKS, "{lines:?}");
+    for line in &lines {
+        let decision = access_log::decision(line).unwrap_or_else(|| panic!("{line}"));
+        assert_eq!(
+            access_log::field(decision, "outcome"),
+            Some("admitted"),
+            "{line}"
+        );
+    }
 }
 
 #[test]

@@ -14,6 +14,9 @@ pub const NOOP: &str = "ankusa_bench_noop";
 pub const CALLOUT: &str = "ankusa_bench_callout";
 
 pub const NOOP_REQUESTS: &str = "bench_noop_requests_total";
+/// The configuration that makes [`NOOP`] the host-call floor: every host
+/// call a node-scope hook of the Ankusa filter makes, with fixed values.
+pub const NODE_CALLS: &str = "node host calls";
 pub const CALLOUT_CALLS: &str = "bench_callout_calls_total";
 pub const CALLOUT_ANSWERS: &str = "bench_callout_answers_total";
 /// The callout floor's `/v1/hit` calls answered other than 200, or reset.

@@ -88,7 +88,7 @@ pub struct Args {
     concurrency: u32,
     #[arg(long, value_enum, default_value_t = Mode::Both)]
     mode: Mode,
-    /// The variants to run, by key (`alnfbdco`; `h` only when named; `p`
+    /// The variants to run, by key (`alnfbdco`; `h` and `k` only when named; `p`
     /// needs `--limitador`, `B` and `C` need `--baseline-wasm`).
     #[arg(long, default_value = "alnfbdco")]
     only: String,

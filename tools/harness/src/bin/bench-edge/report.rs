@@ -21,10 +21,12 @@ pub const GOALS: [(char, char, f64, &str); 3] = [
 pub const TOTAL_GOALS: [(char, char, f64, &str); 1] = [('c', 'p', 0.80, "fleet scopes / the peer")];
 
 /// Ratios printed for context, no goal attached.
-const CONTEXT: [(char, char, &str); 13] = [
+const CONTEXT: [(char, char, &str); 15] = [
     ('l', 'a', "native local_ratelimit / bare"),
     ('n', 'a', "no-op wasm / bare"),
     ('n', 'l', "no-op wasm / native local_ratelimit"),
+    ('k', 'n', "host-call floor / no-op wasm"),
+    ('b', 'k', "node scopes / host-call floor"),
     ('f', 'n', "one-callout floor / no-op wasm"),
     ('h', 'f', "hit floor / one-callout floor"),
     ('c', 'h', "fleet scopes / hit floor"),
@@ -68,7 +70,7 @@ pub fn problem(v: &Variant, t: &Tally, mode: &str) -> Option<String> {
             "{tag} the native limiter passed {} of {} hooks",
             t.counts.local_ok, t.ok
         )),
-        Module::Noop if t.counts.noop < ok => Some(format!(
+        Module::Noop | Module::NodeCalls if t.counts.noop < ok => Some(format!(
             "{tag} the no-op filter counted {} of {} hooks",
             t.counts.noop, t.ok
         )),
@@ -96,6 +98,21 @@ pub fn problem(v: &Variant, t: &Tally, mode: &str) -> Option<String> {
         )),
         _ => None,
     }
+}
+
+/// What the host-call floor's ratio to the no-op filter, `r`, says of the
+/// node goal ((b)/(n), [`GOALS`]' first): a node hook can't cost less than
+/// its host calls do with nothing decided around them.
+fn host_call_floor(r: f64) -> String {
+    let (_, _, goal, _) = GOALS[0];
+    let verdict = if r > goal {
+        "over the node goal's"
+    } else {
+        "within the node goal's"
+    };
+    format!(
+        "a node hook's host calls alone, nothing decided, cost {r:.2} × (n): {verdict} {goal:.2}"
+    )
 }
 
 pub fn print_facts(args: &Args, pinning: &str) {
@@ -240,6 +257,9 @@ pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
             println!("        ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]");
         }
     }
+    if let Some((r, _, _)) = ratio('k', 'n') {
+        println!("  {}", host_call_floor(r));
+    }
     println!(
         "Envoy + limiter (store or Limitador) + Redis CPU per hook (the total column), ratios (all rounds; per-round spread):"
     );
@@ -321,6 +341,13 @@ pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
 mod tests {
     use super::*;
     use crate::variants::variants;
+
+    #[test]
+    fn the_host_call_floor_is_read_against_the_node_goal() {
+        assert!(host_call_floor(1.31).contains("1.31 × (n): over the node goal's 1.20"));
+        assert!(host_call_floor(1.20).contains("within the node goal's 1.20"));
+        assert!(host_call_floor(1.05).contains("within"));
+    }
 
     /// Variant `key`'s row over 10 hooks, with the edge's count and the
     /// limiter's count `set` writes: a problem unless both saw all 10, and

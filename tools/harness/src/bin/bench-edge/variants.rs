@@ -17,6 +17,8 @@ pub enum Module {
     LocalRatelimit,
     /// `bench/noop-filter`.
     Noop,
+    /// `bench/noop-filter` making a node hook's host calls with fixed values.
+    NodeCalls,
     /// `bench/callout-floor`, calling the store's `/healthz`.
     Callout,
     /// `bench/callout-floor`, making a real hit on the store's `/v1/hit`.
@@ -143,6 +145,14 @@ pub fn variants() -> Vec<Variant> {
             false,
         ),
         v(
+            'k',
+            "host-call floor: a node hook's calls",
+            Module::NodeCalls,
+            Value::Null,
+            false,
+            false,
+        ),
+        v(
             'f',
             "one-callout floor",
             Module::Callout,
@@ -234,6 +244,10 @@ pub fn spawn(
             Ok(Edge::spawn_with(spec, move |_| peer))
         }
         Module::Noop => floors::spawn(spec, floors::NOOP),
+        Module::NodeCalls => {
+            spec.filter_config = Value::String(floors::NODE_CALLS.to_string());
+            floors::spawn(spec, floors::NOOP)
+        }
         Module::Callout => {
             spec.filter_config = Value::String(CALLOUT_TARGET.to_string());
             floors::spawn(spec, floors::CALLOUT)
@@ -402,6 +416,7 @@ mod tests {
         assert!(!open.needs_store() && get('f').needs_store() && get('C').needs_store());
         assert!(get('h').needs_store() && !get('h').hits_store());
         assert!(!get('n').needs_store() && !get('b').needs_store());
+        assert!(!get('k').needs_store() && get('k').module == Module::NodeCalls);
         let mut open = open.config.clone();
         assert_eq!(open["fleet"]["breaker_open_ms"], BREAKER_OPEN_MS);
         for k in ["breaker_min_calls", "breaker_open_ms"] {
@@ -409,7 +424,7 @@ mod tests {
         }
         assert_eq!(open, fleet);
         let keys: String = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, "alnfhbdcopBC");
+        assert_eq!(keys, "alnkfhbdcopBC");
         let peer = get('p');
         assert!(peer.module == Module::Peer && !peer.needs_store() && !peer.hits_store());
     }
