@@ -4,7 +4,7 @@
 //! natively with
 //! `cargo test --release -p ankusa-core --test wire_cost -- --ignored --nocapture`,
 //! and compiled to wasm32-wasip1 under V8 (Node's WASI), as the filter runs
-//! it in Envoy, with `scripts/wire-cost.sh`, which prints both.
+//! it in Envoy, with `scripts/core-cost.sh`, which prints both.
 #![cfg(any(not(target_arch = "wasm32"), target_os = "wasi"))]
 
 use ankusa_core::wire::batch::HitsAnswer;
