@@ -5,13 +5,13 @@
 use ankusa_testkit::envoy::{Edge, EdgeSpec};
 use ankusa_testkit::http;
 use ankusa_testkit::intake::Intake;
-use ankusa_testkit::ports::free_port;
+use ankusa_testkit::ports::{bind_free, free_port};
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
 use ankusa_tests::edge_support::*;
 use serde_json::json;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -105,8 +105,8 @@ struct SettleBreaker {
 
 impl SettleBreaker {
     fn start(store_port: u16, fault: SettleFault) -> SettleBreaker {
-        let port = free_port();
-        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind proxy");
+        let listener = bind_free();
+        let port = listener.local_addr().expect("the proxy's address").port();
         listener.set_nonblocking(true).expect("nonblocking");
         let settle_calls = Arc::new(AtomicU64::new(0));
         let settle_ops = Arc::new(AtomicU64::new(0));

@@ -23,10 +23,11 @@ impl Service {
         // A port from the testkit's registry, never an OS-chosen one: the binary
         // tests in this process take ports from the registry too, and must not
         // find this service on the port they handed their child.
-        let port = ankusa_testkit::ports::free_port();
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .expect("bind a free port");
+        let listener = ankusa_testkit::ports::bind_free();
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
+        let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
         let url = format!("http://{}", listener.local_addr().expect("local addr"));
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server::run(listener, config, async {
