@@ -1,8 +1,7 @@
 //! The sample intake (`intake` from ankusa-tools) on a free port: the upstream
 //! every edge in a test forwards admitted hooks to.
 
-use crate::ports::free_port;
-use crate::process::{scratch_dir, Proc};
+use crate::process::{scratch_dir, spawn_listening, Proc};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -18,30 +17,44 @@ pub struct Intake {
 }
 
 impl Intake {
+    /// Starts on a free port (another, if that one is taken before the intake binds it).
     pub fn start() -> Intake {
-        Self::start_on(free_port(), &scratch_dir("intake"), &[])
+        Self::start_free(&[])
     }
 
     /// [`Intake::start`], obeying the test headers `x-intake-delay-ms` and
     /// `x-intake-status` (`--obey-test-headers`).
     pub fn start_obeying() -> Intake {
-        Self::start_on(free_port(), &scratch_dir("intake"), &[OBEY_TEST_HEADERS])
+        Self::start_free(&[OBEY_TEST_HEADERS])
+    }
+
+    fn start_free(extra_args: &[&str]) -> Intake {
+        let dir = scratch_dir("intake");
+        let (proc, port) = spawn_listening(
+            |port| Self::spawn_proc(port, &dir, extra_args),
+            Duration::from_secs(10),
+        );
+        Intake { proc, port, dir }
     }
 
     /// Starts on `port` with its journal in `dir` (restart on the same port and
     /// folder to test what survives); `extra_args` e.g. `["--dedupe-ttl-ms", "500"]`.
     pub fn start_on(port: u16, dir: &Path, extra_args: &[&str]) -> Intake {
-        let mut cmd = Command::new(crate::paths::workspace_bin("intake"));
-        cmd.args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--data-dir", &dir.join("data").display().to_string()])
-            .args(extra_args);
-        let mut proc = Proc::spawn("intake", cmd, &dir.join(format!("intake-{port}.log")));
+        let mut proc = Self::spawn_proc(port, dir, extra_args);
         proc.wait_for_port(port, Duration::from_secs(10));
         Intake {
             proc,
             port,
             dir: dir.to_path_buf(),
         }
+    }
+
+    fn spawn_proc(port: u16, dir: &Path, extra_args: &[&str]) -> Proc {
+        let mut cmd = Command::new(crate::paths::workspace_bin("intake"));
+        cmd.args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--data-dir", &dir.join("data").display().to_string()])
+            .args(extra_args);
+        Proc::spawn("intake", cmd, &dir.join(format!("intake-{port}.log")))
     }
 
     pub fn url(&self) -> String {

@@ -53,12 +53,31 @@ impl Proc {
     /// Waits until 127.0.0.1:`port` accepts connections; panics with the
     /// child's log tail if it exits or `timeout` passes first.
     pub fn wait_for_port(&mut self, port: u16, timeout: Duration) {
+        if !self.listens_on(port, timeout) {
+            panic!(
+                "{} exited: 127.0.0.1:{port} was taken:\n{}",
+                self.name,
+                self.log_tail()
+            );
+        }
+    }
+
+    /// Waits until 127.0.0.1:`port` accepts connections (true), or until
+    /// the child exits saying the port was taken (false: its output says
+    /// "Address already in use", as Redis, the store and the intake say
+    /// it). Panics with the child's log tail if it exits otherwise or
+    /// `timeout` passes first.
+    pub fn listens_on(&mut self, port: u16, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if crate::ports::is_listening(port) {
-                return;
+                return true;
             }
             if !self.is_running() {
+                let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+                if log.contains(PORT_TAKEN) {
+                    return false;
+                }
                 panic!(
                     "{} exited before listening on {port}:\n{}",
                     self.name,
@@ -126,6 +145,28 @@ impl Drop for Proc {
     }
 }
 
+/// What a server that lost its port says (the OS's words for `EADDRINUSE`).
+const PORT_TAKEN: &str = "Address already in use";
+
+/// A child that `spawn(port)` starts on a port from
+/// [`crate::ports::free_port`], listening there within `timeout`. A port
+/// handed out can be taken before the child binds it (another test's client
+/// gets it as its ephemeral port): the child exits saying so, and is started
+/// again on another port, twice at most. Its port comes back with it.
+pub fn spawn_listening(spawn: impl Fn(u16) -> Proc, timeout: Duration) -> (Proc, u16) {
+    let mut port = crate::ports::free_port();
+    let mut proc = spawn(port);
+    for _ in 0..2 {
+        if proc.listens_on(port, timeout) {
+            return (proc, port);
+        }
+        port = crate::ports::free_port();
+        proc = spawn(port);
+    }
+    proc.wait_for_port(port, timeout);
+    (proc, port)
+}
+
 /// A fresh directory for one test's files under the workspace's `target/`.
 pub fn scratch_dir(name: &str) -> PathBuf {
     let nanos = std::time::SystemTime::now()
@@ -170,4 +211,67 @@ pub fn rss_kib(pid: u32) -> u64 {
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
         })
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// `sh -c script`, its output in `dir`.
+    fn sh(script: &str, dir: &Path, name: &str) -> Proc {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]);
+        Proc::spawn(name, cmd, &dir.join(format!("{name}.log")))
+    }
+
+    /// A child listening on `port` for 30 s.
+    fn listener(port: u16, dir: &Path) -> Proc {
+        let script = format!(
+            "exec python3 -c 'import socket, time; s = socket.socket(); \
+             s.bind((\"127.0.0.1\", {port})); s.listen(); time.sleep(30)'"
+        );
+        sh(&script, dir, "listener")
+    }
+
+    #[test]
+    fn a_child_that_lost_its_port_is_started_again_on_another() {
+        let dir = scratch_dir("spawn-listening");
+        let ports = std::cell::RefCell::new(Vec::new());
+        let (_proc, port) = spawn_listening(
+            |port| {
+                ports.borrow_mut().push(port);
+                if ports.borrow().len() == 1 {
+                    sh(
+                        "echo 'bind: Address already in use' >&2; exit 1",
+                        &dir,
+                        "lost",
+                    )
+                } else {
+                    listener(port, &dir)
+                }
+            },
+            Duration::from_secs(10),
+        );
+        let ports = ports.into_inner();
+        assert_eq!(ports.len(), 2, "{ports:?}");
+        assert_eq!(ports[1], port);
+        assert_ne!(ports[0], port);
+        assert!(crate::ports::is_listening(port));
+    }
+
+    #[test]
+    #[should_panic(expected = "exited before listening")]
+    fn a_child_that_fails_for_another_reason_is_not_started_again() {
+        let dir = scratch_dir("spawn-failing");
+        let started = Cell::new(0);
+        spawn_listening(
+            |_| {
+                started.set(started.get() + 1);
+                assert_eq!(started.get(), 1, "started again");
+                sh("echo 'no such configuration'; exit 1", &dir, "failing")
+            },
+            Duration::from_secs(10),
+        );
+    }
 }

@@ -1,7 +1,6 @@
 //! A throw-away Redis on a free port: one server, or a 3-master Cluster.
 
-use crate::ports::free_port;
-use crate::process::{scratch_dir, Proc};
+use crate::process::{scratch_dir, spawn_listening, Proc};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -14,8 +13,14 @@ pub struct Redis {
 }
 
 impl Redis {
+    /// Starts on a free port (another, if that one is taken before Redis binds it).
     pub fn start() -> Redis {
-        Self::start_on(free_port(), &scratch_dir("redis"))
+        let dir = scratch_dir("redis");
+        let (proc, port) = spawn_listening(
+            |port| Self::spawn_proc(server_command(port, &dir), port, &dir),
+            Duration::from_secs(10),
+        );
+        Redis { port, proc, dir }
     }
 
     /// Starts on `port` with its files in `dir` (used to restart on the same port).
@@ -33,13 +38,17 @@ impl Redis {
     }
 
     fn spawn(cmd: Command, port: u16, dir: &std::path::Path) -> Redis {
-        let mut proc = Proc::spawn("redis-server", cmd, &dir.join(format!("redis-{port}.log")));
+        let mut proc = Self::spawn_proc(cmd, port, dir);
         proc.wait_for_port(port, Duration::from_secs(10));
         Redis {
             port,
             proc,
             dir: dir.to_path_buf(),
         }
+    }
+
+    fn spawn_proc(cmd: Command, port: u16, dir: &std::path::Path) -> Proc {
+        Proc::spawn("redis-server", cmd, &dir.join(format!("redis-{port}.log")))
     }
 
     pub fn url(&self) -> String {
@@ -109,22 +118,26 @@ impl RedisCluster {
     fn start_with(replicas: usize) -> RedisCluster {
         let dir = scratch_dir("redis-cluster");
         let mut nodes = Vec::new();
+        let node_dir = |port: u16| dir.join(port.to_string());
         for _ in 0..3 * (1 + replicas) {
-            let port = free_port();
-            let node_dir = dir.join(port.to_string());
-            std::fs::create_dir_all(&node_dir).unwrap_or_else(|e| panic!("mkdir: {e}"));
-            let mut cmd = server_command(port, &node_dir);
-            cmd.args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
-                .args([
-                    "--cluster-config-file",
-                    &node_dir.join("nodes.conf").display().to_string(),
-                ]);
-            let mut proc = Proc::spawn("redis-cluster-node", cmd, &node_dir.join("redis.log"));
-            proc.wait_for_port(port, Duration::from_secs(10));
+            let (proc, port) = spawn_listening(
+                |port| {
+                    let node_dir = node_dir(port);
+                    std::fs::create_dir_all(&node_dir).unwrap_or_else(|e| panic!("mkdir: {e}"));
+                    let mut cmd = server_command(port, &node_dir);
+                    cmd.args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+                        .args([
+                            "--cluster-config-file",
+                            &node_dir.join("nodes.conf").display().to_string(),
+                        ]);
+                    Proc::spawn("redis-cluster-node", cmd, &node_dir.join("redis.log"))
+                },
+                Duration::from_secs(10),
+            );
             nodes.push(Redis {
                 port,
                 proc,
-                dir: node_dir,
+                dir: node_dir(port),
             });
         }
         let addrs: Vec<String> = nodes

@@ -1,8 +1,7 @@
 //! The `ankusa-store` binary on a free port, stopped on drop.
 
 use crate::paths::workspace_bin;
-use crate::ports::free_port;
-use crate::process::{scratch_dir, Proc};
+use crate::process::{scratch_dir, spawn_listening, Proc};
 use crate::token::{
     operator_token, run_token, EDGE_TOKENS_ENV, OLD_STORE_TOKENS_ENV, OPERATOR_TOKENS_ENV,
     STORE_TOKEN_VARS,
@@ -27,11 +26,25 @@ pub struct Store {
     pub port: u16,
 }
 
+/// The run's edge and operator tokens, as the store's environment names them.
+fn run_tokens() -> [(&'static str, &'static str); 2] {
+    [
+        (EDGE_TOKENS_ENV, run_token()),
+        (OPERATOR_TOKENS_ENV, operator_token()),
+    ]
+}
+
 impl Store {
-    /// Starts on a free port against `redis_url`; returns once `/healthz` answers
+    /// Starts on a free port against `redis_url` (another, if that one is
+    /// taken before the store binds it); returns once `/healthz` answers
     /// (Redis need not be up: `/readyz` says whether it is).
     pub fn start(redis_url: &str) -> Store {
-        Self::start_on(free_port(), redis_url, &[])
+        let env = run_tokens();
+        let (proc, port) = spawn_listening(
+            |port| Self::spawn_proc(port, redis_url, &[], &env),
+            Duration::from_secs(10),
+        );
+        Self::healthy(proc, port)
     }
 
     /// Starts on `port` with `extra_args` (e.g. `["--settle-window-ms", "50"]`),
@@ -39,15 +52,7 @@ impl Store {
     /// edges of [`crate::envoy`] present, and its operator token
     /// ([`crate::token::operator_token`]), which tests changing overrides use.
     pub fn start_on(port: u16, redis_url: &str, extra_args: &[&str]) -> Store {
-        Self::start_with_env(
-            port,
-            redis_url,
-            extra_args,
-            &[
-                (EDGE_TOKENS_ENV, run_token()),
-                (OPERATOR_TOKENS_ENV, operator_token()),
-            ],
-        )
+        Self::start_with_env(port, redis_url, extra_args, &run_tokens())
     }
 
     /// Starts on `port` with `extra_args` and only `env` added to the
@@ -58,6 +63,12 @@ impl Store {
         extra_args: &[&str],
         env: &[(&str, &str)],
     ) -> Store {
+        let mut proc = Self::spawn_proc(port, redis_url, extra_args, env);
+        proc.wait_for_port(port, Duration::from_secs(10));
+        Self::healthy(proc, port)
+    }
+
+    fn spawn_proc(port: u16, redis_url: &str, extra_args: &[&str], env: &[(&str, &str)]) -> Proc {
         let listen = format!("127.0.0.1:{port}");
         let mut cmd = Command::new(workspace_bin("ankusa-store"));
         cmd.args(["--listen", &listen, "--redis-url", redis_url])
@@ -68,8 +79,11 @@ impl Store {
         }
         cmd.envs(env.iter().copied());
         let log = scratch_dir("store").join(format!("store-{port}.log"));
-        let mut proc = Proc::spawn("ankusa-store", cmd, &log);
-        proc.wait_for_port(port, Duration::from_secs(10));
+        Proc::spawn("ankusa-store", cmd, &log)
+    }
+
+    /// The store `proc` listening on `port`, once `/healthz` answers 200.
+    fn healthy(proc: Proc, port: u16) -> Store {
         let store = Store { proc, port };
         let deadline = Instant::now() + Duration::from_secs(10);
         while !matches!(crate::http::get(&store.url_of("/healthz")), Ok(r) if r.status == 200) {
