@@ -102,11 +102,12 @@ pub fn problem(v: &Variant, t: &Tally, mode: &str) -> Option<String> {
 
 /// What the host-call floor says of the node goal ((b)/(n), [`GOALS`]'
 /// first): a node hook can't cost less than its host calls do with nothing
-/// decided around them. `r` is (k)/(n) over all rounds; `n`, `k` and `b`
-/// are µs per hook (`b` when the filter ran): what the goal leaves for the
-/// decision, 1.20 × (n) − (k), beside what the filter's takes, (b) − (k).
-fn host_call_floor(r: f64, n: f64, k: f64, b: Option<f64>) -> String {
+/// decided around them. `n`, `k` and `b` are Envoy µs per hook over all
+/// rounds (`b` when the filter ran): (k)/(n), and what the goal leaves for
+/// the decision, 1.20 × (n) − (k), beside what the filter's takes, (b) − (k).
+fn host_call_floor(n: f64, k: f64, b: Option<f64>) -> String {
     let (_, _, goal, _) = GOALS[0];
+    let r = k / n;
     let verdict = if r > goal {
         "over the node goal's"
     } else {
@@ -264,8 +265,8 @@ pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
             println!("        ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]");
         }
     }
-    if let (Some((r, _, _)), Some(n), Some(k)) = (ratio('k', 'n'), us('n'), us('k')) {
-        println!("  {}", host_call_floor(r, n, k, us('b')));
+    if let (Some(n), Some(k)) = (us('n'), us('k')) {
+        println!("  {}", host_call_floor(n, k, us('b')));
     }
     println!(
         "Envoy + limiter (store or Limitador) + Redis CPU per hook (the total column), ratios (all rounds; per-round spread):"
@@ -351,7 +352,7 @@ mod tests {
 
     #[test]
     fn the_host_call_floor_is_read_against_the_node_goal() {
-        let over = host_call_floor(1.21, 68.1, 82.5, Some(90.7));
+        let over = host_call_floor(68.1, 82.5, Some(90.7));
         assert!(
             over.contains("1.21 × (n): over the node goal's 1.20"),
             "{over}"
@@ -361,7 +362,7 @@ mod tests {
             over.ends_with("leaving -0.8 µs a hook for the decision (the filter's takes 8.2)"),
             "{over}"
         );
-        let within = host_call_floor(1.14, 209.1, 237.6, None);
+        let within = host_call_floor(209.1, 237.6, None);
         assert!(
             within.contains("within the node goal's 1.20, leaving 13.3 µs"),
             "{within}"
