@@ -172,11 +172,9 @@ fn the_host_call_floor_makes_a_node_hooks_writes_on_every_hook() {
     let config = serde_json::Value::String(floors::NODE_CALLS.to_string());
     let spec = EdgeSpec::new("floor-calls", upstream, free_port(), config);
     let access = scratch_dir("floor-calls-log").join("access.log");
-    let module = floors::wasm(floors::NOOP).unwrap();
+    let swap = floors::floor(&spec, floors::NOOP).unwrap();
     let path = access.clone();
-    let edge = Edge::start_with(spec, move |b| {
-        with_access_log(&floors::swap_module(&b, &module).unwrap(), &path)
-    });
+    let edge = Edge::start_with(spec, move |b| with_access_log(&swap(b), &path));
     let answers = send_hooks(&edge);
     assert_eq!(count(&seen, "/webhooks/gh"), HOOKS);
     assert_eq!(edge.stat(floors::NOOP_REQUESTS), HOOKS as f64);
@@ -241,7 +239,7 @@ fn the_callout_floor_calls_once_per_hook_before_passing_it() {
 /// The hit floor's edge in front of `store`, its hooks passed to a counting upstream.
 fn hit_floor(store: &Store) -> (Edge, Seen) {
     let (upstream, seen) = counting_upstream();
-    let config = serde_json::Value::String("ankusa_store /v1/hit".to_string());
+    let config = serde_json::Value::String(floors::HIT_TARGET.to_string());
     let spec = EdgeSpec::new("floor-hit", upstream, store.port, config);
     let edge = floors::start(spec, floors::CALLOUT).unwrap();
     (edge, seen)

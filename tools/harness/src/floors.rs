@@ -19,6 +19,9 @@ pub const NOOP_REQUESTS: &str = "bench_noop_requests_total";
 pub const NODE_CALLS: &str = "node host calls";
 pub const CALLOUT_CALLS: &str = "bench_callout_calls_total";
 pub const CALLOUT_ANSWERS: &str = "bench_callout_answers_total";
+/// The configuration that makes [`CALLOUT`] the hit floor: a real hit on
+/// the store's `/v1/hit` per request, a fresh claim each time.
+pub const HIT_TARGET: &str = "ankusa_store /v1/hit";
 /// The callout floor's `/v1/hit` calls answered other than 200, or reset.
 pub const CALLOUT_NOT_OK: &str = "bench_callout_not_ok_total";
 
@@ -60,8 +63,9 @@ pub fn start(spec: EdgeSpec, name: &str) -> Result<Edge, String> {
     Ok(Edge::start_with(spec, tweak))
 }
 
-/// What puts floor `name` in the filter's place in a bootstrap rendered from `spec`.
-fn floor(spec: &EdgeSpec, name: &str) -> Result<impl Fn(String) -> String, String> {
+/// What puts floor `name` in the filter's place in a bootstrap rendered
+/// from `spec`: a tweak for [`Edge::start_with`], to compose with others.
+pub fn floor(spec: &EdgeSpec, name: &str) -> Result<impl Fn(String) -> String, String> {
     let module = wasm(name)?;
     // Rendered once here so a template without the filter line is an error, not a panic in Envoy.
     let probe = ankusa_testkit::envoy::render(spec, &paths::filter_wasm());

@@ -71,8 +71,6 @@ pub const BODY: &str = r#"{"zen":"Design for failure.","n":{i}}"#;
 pub const SIGNED_BODY: &str = r#"{"zen":"Design for failure.","n":100000}"#;
 /// What the callout floor calls: cheap, and answered by the store without Redis.
 pub const CALLOUT_TARGET: &str = "ankusa_store /healthz";
-/// What the hit floor calls: a real hit, a fresh claim each hook.
-pub const HIT_CALLOUT_TARGET: &str = "ankusa_store /v1/hit";
 /// How long the breaker-open variant's breaker stays open: a day, the most allowed.
 pub const BREAKER_OPEN_MS: u64 = 86_400_000;
 
@@ -253,7 +251,7 @@ pub fn spawn(
             floors::spawn(spec, floors::CALLOUT)
         }
         Module::HitCallout => {
-            spec.filter_config = Value::String(HIT_CALLOUT_TARGET.to_string());
+            spec.filter_config = Value::String(floors::HIT_TARGET.to_string());
             floors::spawn(spec, floors::CALLOUT)
         }
     }
