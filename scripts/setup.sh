@@ -18,13 +18,15 @@ done
 if ! cargo clippy --version >/dev/null 2>&1; then rustup component add clippy; fi
 if ! cargo fmt --version >/dev/null 2>&1; then rustup component add rustfmt; fi
 
-# Debian packages: Redis (single and Cluster), docker-compose to validate the
-# compose file, Node for the wasm tests.
+# Debian packages: Redis (single and Cluster), docker-compose for the Compose
+# stack (the Docker engine itself comes with the machine), Node for the wasm tests.
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
 command -v node >/dev/null || missing+=(nodejs)
+# debootstrap: the Debian base of the Compose stand-in images (scripts/compose-images.sh).
+command -v debootstrap >/dev/null || missing+=(debootstrap)
 if ((${#missing[@]})); then
   say "apt-get install ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

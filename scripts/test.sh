@@ -2,7 +2,8 @@
 # Every check the project has, in the order a failure is cheapest to read:
 # formatting, lints (native and as the wasm32-wasip1 filter), the builds the
 # integration tests launch, the core's tests natively and compiled to wasm
-# under Node, then every test against real Redis, the real store and real Envoy.
+# under Node, then every test against real Redis, the real store and real Envoy,
+# then the Compose stack on the Docker engine (scripts/compose-test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -42,5 +43,10 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 
 step "store, filter, harness and end-to-end tests (real Redis, store, Envoy)"
 cargo test --workspace --exclude ankusa-core --no-fail-fast
+
+step "compose: the stack built offline and run for real, the mock provider, the quick fault rows across hosts"
+# Debug binaries in the images: the workspace build above already made them
+# (scripts/compose-up.sh, for users, builds release ones).
+ANKUSA_COMPOSE_PROFILE=debug bash scripts/compose-test.sh
 
 step "all green"

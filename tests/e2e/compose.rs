@@ -3,7 +3,8 @@
 //! every Envoy config it mounts passes `envoy --mode validate` as the
 //! container will see it (mounted files and files copied into the image), and
 //! Prometheus scrapes the compose services and, like Grafana, listens on
-//! 127.0.0.1 only. (No Docker engine here: nothing is built or run.)
+//! 127.0.0.1 only. These read the files; scripts/compose-test.sh builds the
+//! images and runs the stack on the Docker engine.
 
 use ankusa_testkit::paths::{envoy_bin, workspace_root};
 use std::collections::BTreeMap;
@@ -113,9 +114,11 @@ struct Stage {
     lines: Vec<String>,
 }
 
-/// The named stages of a Dockerfile.
+/// The named stages of a Dockerfile, each `FROM ${ARG}` read with the
+/// default its global `ARG` gives (the public image).
 fn stages(dockerfile: &str) -> BTreeMap<String, Stage> {
     let mut all = BTreeMap::new();
+    let mut args: BTreeMap<String, String> = BTreeMap::new();
     let mut current: Option<String> = None;
     let mut joined = String::new();
     for raw in dockerfile.lines() {
@@ -130,6 +133,11 @@ fn stages(dockerfile: &str) -> BTreeMap<String, Stage> {
         joined.push_str(line);
         let instruction = std::mem::take(&mut joined);
         let words: Vec<&str> = instruction.split_whitespace().collect();
+        if let (None, ["ARG", arg]) = (&current, words.as_slice()) {
+            if let Some((name, value)) = arg.split_once('=') {
+                args.insert(name.to_string(), value.to_string());
+            }
+        }
         if words.first() == Some(&"FROM") {
             let name = match words.as_slice() {
                 [_, _, as_, name] if as_.eq_ignore_ascii_case("as") => name.to_string(),
@@ -138,7 +146,7 @@ fn stages(dockerfile: &str) -> BTreeMap<String, Stage> {
             all.insert(
                 name.clone(),
                 Stage {
-                    from: words.get(1).unwrap_or(&"").to_string(),
+                    from: resolve(words.get(1).unwrap_or(&""), &args),
                     lines: Vec::new(),
                 },
             );
@@ -148,6 +156,18 @@ fn stages(dockerfile: &str) -> BTreeMap<String, Stage> {
         }
     }
     all
+}
+
+/// `${NAME}` (or `$NAME`) replaced by the global ARG's default.
+fn resolve(word: &str, args: &BTreeMap<String, String>) -> String {
+    let name = word
+        .strip_prefix("${")
+        .and_then(|w| w.strip_suffix('}'))
+        .or_else(|| word.strip_prefix('$'));
+    match name.and_then(|n| args.get(n)) {
+        Some(value) => value.clone(),
+        None => word.to_string(),
+    }
 }
 
 /// `(from stage, source, destination)` of every `COPY --from=…` in `stage`.
@@ -590,7 +610,7 @@ fn compose_prometheus_scrapes_compose_services_and_the_dashboards_listen_on_loop
 
 #[test]
 fn reads_dockerfile_stages_and_their_copies() {
-    let text = "# c\nFROM rust:1 AS filter-build\nRUN rustup target add wasm32-wasip1\nRUN cargo build \\\n -p ankusa-filter --target wasm32-wasip1\n\nFROM envoyproxy/envoy:v1.40.0 AS edge\nCOPY --from=filter-build /out/f.wasm /etc/f.wasm\n";
+    let text = "# c\nARG ENVOY_IMAGE=envoyproxy/envoy:v1.40.0\nFROM rust:1 AS filter-build\nRUN rustup target add wasm32-wasip1\nRUN cargo build \\\n -p ankusa-filter --target wasm32-wasip1\n\nFROM ${ENVOY_IMAGE} AS edge\nCOPY --from=filter-build /out/f.wasm /etc/f.wasm\n";
     let s = stages(text);
     assert_eq!(s["edge"].from, "envoyproxy/envoy:v1.40.0");
     assert_eq!(
@@ -608,4 +628,99 @@ fn reads_dockerfile_stages_and_their_copies() {
             "/etc/f.wasm".to_string()
         )]
     );
+}
+
+/// Every long-running service has a healthcheck, and every service waits
+/// for what it depends on to be healthy (not merely started), so `up -d`
+/// returns once the fleet answers. scripts/compose-test.sh checks the same
+/// on a running stack.
+#[test]
+fn compose_services_have_healthchecks_and_wait_for_healthy_dependencies() {
+    let Some(yaml) = normalized_config() else {
+        return;
+    };
+    for (name, block) in service_blocks(&yaml) {
+        let keys: Vec<&str> = block
+            .iter()
+            .filter(|l| l.len() - l.trim_start().len() == 4)
+            .map(|l| l.trim().trim_end_matches(':'))
+            .collect();
+        // The provider is a one-shot batch of traffic: nothing to be healthy.
+        if name != "provider" {
+            assert!(keys.contains(&"healthcheck"), "{name} has no healthcheck");
+        }
+        let mut in_depends = false;
+        let mut dependencies = 0;
+        for line in &block {
+            let indent = line.len() - line.trim_start().len();
+            if indent == 4 {
+                in_depends = line.trim() == "depends_on:";
+                continue;
+            }
+            if in_depends && indent == 6 {
+                dependencies += 1;
+            }
+            if in_depends && indent == 8 {
+                assert_eq!(
+                    line.trim(),
+                    "condition: service_healthy",
+                    "{name} starts before a dependency is healthy"
+                );
+            }
+        }
+        if ["store", "edge-1", "edge-2", "prometheus", "provider"].contains(&name.as_str()) {
+            assert!(dependencies > 0, "{name} waits for nothing");
+        }
+    }
+}
+
+/// The images a user's engine pulls are the defaults of variables, so an
+/// engine that can't pull runs the same file with local stand-ins
+/// (docker/offline.env), and the file names no stand-in itself.
+#[test]
+fn compose_images_are_variables_defaulting_to_the_public_images() {
+    let raw = std::fs::read_to_string(workspace_root().join("docker-compose.yml"))
+        .expect("read docker-compose.yml");
+    for (variable, public) in [
+        ("ANKUSA_REDIS_IMAGE", "redis:7-alpine"),
+        ("ANKUSA_PROMETHEUS_IMAGE", "prom/prometheus:v2.42.0"),
+        ("ANKUSA_GRAFANA_IMAGE", "grafana/grafana:11.3.0"),
+        ("ANKUSA_RUST_IMAGE", "rust:1-bookworm"),
+        ("ANKUSA_BASE_IMAGE", "debian:bookworm-slim"),
+        ("ANKUSA_ENVOY_IMAGE", "envoyproxy/envoy:v1.40.0"),
+    ] {
+        assert!(
+            raw.contains(&format!("${{{variable}:-{public}}}")),
+            "docker-compose.yml does not default {variable} to {public}"
+        );
+    }
+    assert!(
+        !raw.contains("ankusa-local/"),
+        "docker-compose.yml names a local stand-in"
+    );
+    let offline = std::fs::read_to_string(workspace_root().join("docker/offline.env"))
+        .expect("read docker/offline.env");
+    for variable in [
+        "ANKUSA_REDIS_IMAGE",
+        "ANKUSA_PROMETHEUS_IMAGE",
+        "ANKUSA_RUST_IMAGE",
+        "ANKUSA_BASE_IMAGE",
+        "ANKUSA_ENVOY_IMAGE",
+        "ANKUSA_PREBUILT",
+    ] {
+        assert!(
+            offline
+                .lines()
+                .any(|l| l.starts_with(&format!("{variable}="))),
+            "docker/offline.env does not set {variable}"
+        );
+    }
+    let ignored = std::fs::read_to_string(workspace_root().join(".dockerignore"))
+        .expect("read .dockerignore");
+    for secret in ["docker/secrets/", ".env"] {
+        assert!(
+            ignored.lines().any(|l| l.trim() == secret),
+            ".dockerignore does not keep {secret} out of the build context (a secret in a layer)"
+        );
+    }
 }
