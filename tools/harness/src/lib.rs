@@ -5,6 +5,7 @@
 //! - [`children`]: stopping every child process on a panic or a signal, by PID.
 //! - [`provider`]: the mock webhook provider and its audit of the intake.
 //! - [`faults`]: the fault suite: faults injected under traffic, the audit, the figures.
+//! - [`compose`]: the fault rows across hosts, on `docker-compose.yml`'s containers.
 //! - [`soak`]: a long run of the fleet under traffic and a random schedule of faults, then its checks.
 //! - [`load`]: a keep-alive HTTP/1.1 load generator (the benchmark scripts' client).
 //! - [`floors`]: the no-op and one-callout wasm filters the edge benchmark compares with.
@@ -12,6 +13,7 @@
 
 pub mod children;
 pub mod codec;
+pub mod compose;
 pub mod faults;
 pub mod fleet;
 pub mod floors;

@@ -1,10 +1,13 @@
 //! Rewrites the tables of `RELIABILITY.md` from the rows a run of the fault
-//! suite and the hostile-input probes saved (`ANKUSA_RELIABILITY_DIR`).
+//! suite and the hostile-input probes saved (`ANKUSA_RELIABILITY_DIR`), or
+//! the rows across hosts `compose-faults --out DIR` saved.
 //!
 //! `reliability --rows DIR --doc RELIABILITY.md --machine TEXT`
+//! `reliability --rows DIR --across-hosts --command TEXT --machine TEXT`
 
-use ankusa_tools::faults::row::read_rows;
-use ankusa_tools::faults::table::{merge_table, replace_section, section};
+use ankusa_tools::compose::HostFault;
+use ankusa_tools::faults::row::{read_rows, Row};
+use ankusa_tools::faults::table::{merge_runs, merge_table, replace_section, section};
 use ankusa_tools::faults::Fault;
 use clap::Parser;
 use std::path::PathBuf;
@@ -18,9 +21,17 @@ struct Args {
     /// The document whose sections are rewritten.
     #[arg(long, default_value = "RELIABILITY.md")]
     doc: PathBuf,
-    /// What the run ran on (put in the `machine` section).
+    /// What the run ran on (put in the `machine` section, or beside the
+    /// command under the table across hosts).
     #[arg(long, default_value = "")]
     machine: String,
+    /// The rows are `compose-faults`': they go in the `hosts` section, and
+    /// the run in the `hosts-runs` list under it.
+    #[arg(long)]
+    across_hosts: bool,
+    /// The command that made the rows (with `--across-hosts`).
+    #[arg(long, default_value = "")]
+    command: String,
 }
 
 fn main() {
@@ -36,16 +47,20 @@ fn rewrite(args: &Args) -> Result<(), String> {
     if rows.is_empty() {
         return Err(format!("no rows in {}", args.rows.display()));
     }
-    let order: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
     let mut doc = std::fs::read_to_string(&args.doc)
         .map_err(|e| format!("cannot read {}: {e}", args.doc.display()))?;
-    let table = merge_table(section(&doc, "faults").unwrap_or(""), &rows, &order);
-    doc = replace_section(&doc, "faults", &table)?;
-    if let Some(hostile) = hostile_section(&args.rows) {
-        doc = replace_section(&doc, "hostile", &hostile)?;
-    }
-    if !args.machine.is_empty() {
-        doc = replace_section(&doc, "machine", &format!("{}\n", args.machine.trim_end()))?;
+    if args.across_hosts {
+        doc = across_hosts(&doc, &rows, args)?;
+    } else {
+        let order: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+        let table = merge_table(section(&doc, "faults").unwrap_or(""), &rows, &order);
+        doc = replace_section(&doc, "faults", &table)?;
+        if let Some(hostile) = hostile_section(&args.rows) {
+            doc = replace_section(&doc, "hostile", &hostile)?;
+        }
+        if !args.machine.is_empty() {
+            doc = replace_section(&doc, "machine", &format!("{}\n", args.machine.trim_end()))?;
+        }
     }
     std::fs::write(&args.doc, doc)
         .map_err(|e| format!("cannot write {}: {e}", args.doc.display()))?;
@@ -56,6 +71,22 @@ fn rewrite(args: &Args) -> Result<(), String> {
         rows.len()
     );
     Ok(())
+}
+
+/// `doc` with the table across hosts holding `rows` (the others kept), and
+/// the run that made them first in the list of runs under it.
+fn across_hosts(doc: &str, rows: &[Row], args: &Args) -> Result<String, String> {
+    let order: Vec<&str> = HostFault::ALL.iter().map(|f| f.name()).collect();
+    let table = merge_table(section(doc, "hosts").unwrap_or(""), rows, &order);
+    let doc = replace_section(doc, "hosts", &table)?;
+    let mut made: Vec<&str> = rows.iter().map(|r| r.fault.as_str()).collect();
+    made.sort_by_key(|name| order.iter().position(|n| n == name));
+    let mut run = format!("- {}: `{}`", made.join(", "), args.command.trim());
+    if !args.machine.is_empty() {
+        run.push_str(&format!(", {}", args.machine.trim_end()));
+    }
+    let runs = merge_runs(section(&doc, "hosts-runs").unwrap_or(""), &run);
+    replace_section(&doc, "hosts-runs", &runs)
 }
 
 /// The probes' table, then one memory row per load size, when a run saved them.

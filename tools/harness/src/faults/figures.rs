@@ -2,49 +2,17 @@
 //! latencies before and during the fault, how the gauges moved, and when
 //! fleet answers resumed after the heal.
 
-use super::fleet::{FaultFleet, BREAKER_OPEN_MS, TIMEOUT_MS};
-use super::gauges::Sample;
+use super::drive::Run;
 use super::latency::{held_within, p99_at_edge_ms, p99_ms};
-use super::metered::{self, Attempts};
+use super::metered;
 use super::plan::{Plan, SAMPLE_EVERY, WARM_UP};
-use super::promise::resume_bound_ms;
+use super::promise::{metered_limit, resume_bound_ms};
 use super::row::{Row, Transitions};
-use super::scenario::Fault;
-use super::stalls::Series;
+use super::row_fault::RowFault;
+use super::target::Target;
 use crate::provider::audit;
 use crate::provider::board::Attempt;
-use crate::provider::options::Options;
-use crate::provider::run::Outcome;
-use ankusa_testkit::store::Store;
-use std::collections::HashMap;
 use std::time::Duration;
-
-/// What a row's run left to sum up.
-pub(super) struct Run {
-    pub options: Options,
-    pub outcome: Outcome,
-    /// Per edge pid, how long its worker waited for a CPU.
-    pub stalls: HashMap<u32, Series>,
-    pub samples: Vec<Sample>,
-    /// When the heal was done (from the start of the run).
-    pub heal_at: Duration,
-    /// The store's own hit errors when the heal was done.
-    pub errors_at_heal: u64,
-    pub start_unix_ms: u64,
-    pub metered: Attempts,
-}
-
-/// Hits the store itself failed (Redis over the budget or unreachable), so far.
-pub(super) fn store_hit_errors(store: &Store) -> u64 {
-    ["timeout", "redis_unavailable"]
-        .iter()
-        .map(|r| {
-            store.metric(&format!(
-                "ankusa_store_requests_total{{endpoint=\"hit\",result=\"{r}\"}}"
-            ))
-        })
-        .sum::<f64>() as u64
-}
 
 /// The intake's count of copies its own index caught (`GET /stats`).
 pub(crate) fn intake_duplicates_caught(intake: &str) -> u64 {
@@ -57,9 +25,16 @@ pub(crate) fn intake_duplicates_caught(intake: &str) -> u64 {
 }
 
 /// The row's figures. Panics when the audit can't read the intake.
-pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &Run) -> Row {
+pub(crate) fn figures(
+    fault: &dyn RowFault,
+    plan: &Plan,
+    fleet: &mut impl Target,
+    run: &Run,
+) -> Row {
+    let intake = fleet.intake_url();
+    let edges = fleet.edge_urls().len() as u64;
     let audit = audit::audit(
-        &fleet.intake.url(),
+        &intake,
         &run.options.tenant,
         &run.options.source,
         &run.outcome.events,
@@ -108,8 +83,9 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
         .map(|s| s.waited_ms(fault_from, fault_to))
         .max()
         .unwrap_or(0);
-    let caught = intake_duplicates_caught(&fleet.intake.url());
-    let store_errors_after_heal = store_hit_errors(&fleet.store).saturating_sub(run.errors_at_heal);
+    let caught = intake_duplicates_caught(&intake);
+    let store_errors_after_heal = fleet.store_hit_errors().saturating_sub(run.errors_at_heal);
+    let (budget, account) = (fleet.budget(), fleet.account());
     // Fleet answers resume when fall-backs stop: the last sample after the
     // heal in which the edges' fall-back count still grew.
     let last_growth = run
@@ -138,14 +114,14 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
         .map_or(0.0, |s| s.fallback_sum - fallbacks_at_close)
         .max(0.0) as u64;
     let fallbacks_after_heal = fallbacks_after(run, run.heal_at);
-    let promoted_at = fleet.promoted_after.map(|after| plan.fault_at + after);
+    let promoted_at = account.promoted_after.map(|after| plan.fault_at + after);
     let fallbacks_once_owned = promoted_at.map(|at| fallbacks_after(run, at.min(run.heal_at)));
     let acked_events = run.outcome.acknowledged.iter().filter(|a| **a).count() as u64;
     let window = run.heal_at.saturating_sub(plan.fault_at);
     Row {
         fault: fault.name().into(),
-        notes: std::mem::take(&mut fleet.notes),
-        redis_keys_after_restart: fleet.redis_keys_after_restart,
+        notes: account.notes,
+        redis_keys_after_restart: account.redis_keys_after_restart,
         events: plan.events as u64,
         deliveries: run.outcome.tally.sent,
         acknowledged_events: acked_events,
@@ -166,8 +142,8 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
         added_edge_p99_ms: ((edge_during - edge_before) * 10.0).round() / 10.0,
         p99_edge_during_running_ms: edge_during_running,
         stalled_during_ms: stalled_during,
-        timeout_ms: TIMEOUT_MS,
-        breaker_open_ms: BREAKER_OPEN_MS,
+        timeout_ms: budget.timeout_ms,
+        breaker_open_ms: budget.breaker_open_ms,
         breaker: Transitions::of(run.samples.iter().map(|s| s.breaker_max)),
         degraded: Transitions::of(run.samples.iter().map(|s| s.degraded_max)),
         fallbacks: run.samples.last().map_or(0.0, |s| s.fallback_sum) as u64,
@@ -178,14 +154,22 @@ pub(super) fn figures(fault: Fault, plan: &Plan, fleet: &mut FaultFleet, run: &R
         fallbacks_after_heal,
         promoted_s: promoted_at.map(|at| at.as_secs_f64()),
         fallbacks_once_owned,
-        resume_bound_ms: fault
-            .heals_at_once()
-            .then(|| resume_bound_ms(BREAKER_OPEN_MS, TIMEOUT_MS, SAMPLE_EVERY.as_millis() as u64)),
-        store_proxy_refused: fleet.store_proxy.refused(),
+        resume_bound_ms: fault.heals_at_once().then(|| {
+            resume_bound_ms(
+                budget.breaker_open_ms,
+                budget.timeout_ms,
+                SAMPLE_EVERY.as_millis() as u64,
+            )
+        }),
+        store_proxy_refused: account.store_proxy_refused,
         store_errors_after_heal,
         fault_s: [plan.fault_at.as_secs_f64(), run.heal_at.as_secs_f64()],
         metered_admitted: run.metered.admitted_within(plan.fault_at, run.heal_at),
         metered_quota: metered::quota(window),
+        metered_limit: metered_limit(
+            metered::quota_and_shares(metered::quota(window), fault.shares_beyond_quota(), edges),
+            fault.loses_redis_keys(),
+        ),
         live_edges: Transitions::of(
             run.samples
                 .iter()

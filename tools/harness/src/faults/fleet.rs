@@ -5,6 +5,7 @@
 
 use super::metered;
 use super::scenario::Fault;
+use super::target::{hit_errors, Account, Budget, Target};
 use ankusa_testkit::access_log::{self, Held};
 use ankusa_testkit::envoy::{fleet_filter_config, Edge, EdgeSpec};
 use ankusa_testkit::fault::FaultProxy;
@@ -43,10 +44,18 @@ pub fn row_config(fault: Fault) -> serde_json::Value {
 pub fn fault_fleet_config() -> serde_json::Value {
     let mut config = fleet_filter_config();
     config["fleet"]["timeout_ms"] = TIMEOUT_MS.into();
+    row_settings(&mut config);
+    config
+}
+
+/// What every row's plugin configuration sets, on loopback or across hosts,
+/// whatever its budget: a 5 s pending time, so a racing redelivery told to
+/// come back does so within the row; a breaker open for
+/// [`BREAKER_OPEN_MS`]; the metered tenant.
+pub fn row_settings(config: &mut serde_json::Value) {
     config["fleet"]["pending_ttl_ms"] = 5000.into();
     config["fleet"]["breaker_open_ms"] = BREAKER_OPEN_MS.into();
-    metered::configure(&mut config);
-    config
+    metered::configure(config);
 }
 
 /// What Redis a fleet runs on.
@@ -184,10 +193,6 @@ impl FaultFleet {
         }
     }
 
-    pub fn edge_urls(&self) -> Vec<String> {
-        self.edges.iter().map(|e| e.url("")).collect()
-    }
-
     pub(super) fn redis(&mut self) -> &mut Redis {
         self.redis.as_mut().expect("a row on a single Redis")
     }
@@ -204,17 +209,30 @@ impl FaultFleet {
             _ => String::new(),
         }
     }
+}
 
-    pub(crate) fn admin_urls(&self) -> Vec<String> {
+impl Target for FaultFleet {
+    fn edge_urls(&self) -> Vec<String> {
+        self.edges.iter().map(|e| e.url("")).collect()
+    }
+
+    fn admin_urls(&self) -> Vec<String> {
         self.edges
             .iter()
             .map(|e| e.admin_url("/stats/prometheus"))
             .collect()
     }
 
-    /// Every request the edges answered, from their access logs (a replaced
-    /// edge's included), with the pid of the edge that answered it.
-    pub(crate) fn held(&self) -> Vec<(Held, u32)> {
+    fn intake_url(&self) -> String {
+        self.intake.url()
+    }
+
+    fn edge_pids(&self) -> Vec<u32> {
+        self.edges.iter().map(|e| e.proc.pid()).collect()
+    }
+
+    /// From the edges' access logs, a replaced edge's included.
+    fn held(&self) -> Vec<(Held, u32)> {
         self.old_access_logs
             .iter()
             .cloned()
@@ -225,5 +243,28 @@ impl FaultFleet {
             )
             .flat_map(|(path, pid)| access_log::read(&path).into_iter().map(move |h| (h, pid)))
             .collect()
+    }
+
+    fn store_hit_errors(&self) -> u64 {
+        let text = ankusa_testkit::http::get(&self.store.url_of("/metrics"))
+            .map(|r| r.text())
+            .unwrap_or_default();
+        hit_errors(&text)
+    }
+
+    fn budget(&self) -> Budget {
+        Budget {
+            timeout_ms: TIMEOUT_MS,
+            breaker_open_ms: BREAKER_OPEN_MS,
+        }
+    }
+
+    fn account(&mut self) -> Account {
+        Account {
+            notes: std::mem::take(&mut self.notes),
+            redis_keys_after_restart: self.redis_keys_after_restart,
+            promoted_after: self.promoted_after,
+            store_proxy_refused: self.store_proxy.refused(),
+        }
     }
 }

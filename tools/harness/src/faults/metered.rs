@@ -51,6 +51,14 @@ pub fn quota(window: Duration) -> u64 {
     BURST + (RATE as f64 * window.as_secs_f64()).floor() as u64
 }
 
+/// What a fleet may admit of `quota` when some of its edges answer hooks
+/// alone while the store answers others (docs/admission.md, "Partial
+/// outage"): the whole quota at the store, and `shares` edges' shares of it
+/// (1 / `edges` each) from the edges' own buckets on top. With none, `quota`.
+pub fn quota_and_shares(quota: u64, shares: u64, edges: u64) -> u64 {
+    quota + quota * shares / edges.max(1)
+}
+
 /// Paces metered hooks to `url` (an edge's) until `done`, recording each
 /// attempt in `into`. A refused connection (an edge killed) is no attempt.
 pub fn send(url: &str, start: Instant, done: &AtomicBool, into: &Attempts) {
@@ -78,5 +86,17 @@ pub fn send(url: &str, start: Instant, done: &AtomicBool, into: &Attempts) {
         } else {
             next = now;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edges_answering_alone_add_their_shares_to_the_quota() {
+        assert_eq!(quota_and_shares(76, 0, 2), 76);
+        assert_eq!(quota_and_shares(76, 1, 2), 114);
+        assert_eq!(quota_and_shares(90, 1, 3), 120);
     }
 }

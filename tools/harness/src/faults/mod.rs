@@ -7,8 +7,12 @@
 //!   store and the intake, and the plugin configuration it runs.
 //! - `inject`: breaking and healing what a fault breaks; `cluster`: the
 //!   Redis Cluster moves among them.
-//! - [`runner`]: one row's run: traffic, the fault, the sampling of the
-//!   edges' gauges (`gauges`).
+//! - [`target`]: what a row needs of the fleet it breaks (its target), whether
+//!   processes on loopback ([`fleet`]) or a Compose stack
+//!   (`crate::compose`); [`row_fault`]: what it needs of the fault.
+//! - `drive`: one row's run against any target: traffic, the
+//!   fault, the sampling of the edges' gauges (`gauges`).
+//! - [`runner`]: one row on loopback: the fleet, the drive, the figures.
 //! - `figures`: the row's figures from its run; `latency`: its p99s.
 //! - [`metered`]: a tenant pushed past a small fleet quota, to show the quota
 //!   held while the fault lasted.
@@ -18,6 +22,7 @@
 //!   hold to pass; [`table`]: the rows as the tables of `RELIABILITY.md`.
 
 mod cluster;
+pub(crate) mod drive;
 pub(crate) mod figures;
 pub mod fleet;
 pub(crate) mod gauges;
@@ -27,10 +32,12 @@ pub mod metered;
 pub mod plan;
 pub mod promise;
 pub mod row;
+pub mod row_fault;
 pub mod runner;
 pub mod scenario;
 pub mod stalls;
 pub mod table;
+pub mod target;
 
 pub use plan::Plan;
 pub use row::Row;

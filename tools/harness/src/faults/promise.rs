@@ -1,5 +1,5 @@
-//! What a row must hold to pass: nothing acknowledged lost, every event
-//! acknowledged, the metered tenant within its fleet quota, the time at the
+//! What a row must hold to pass: nothing acknowledged lost, nothing stored
+//! twice, every event acknowledged, the metered tenant within its fleet quota, the time at the
 //! edge within the budget, the breaker closed within its bound after a heal.
 
 use super::row::Row;
@@ -43,6 +43,12 @@ impl Row {
                 self.fault, self.lost, self.lost_keys
             ));
         }
+        if self.stored_duplicates > 0 {
+            return Some(format!(
+                "{}: {} events stored twice (the intake caught {} copies)",
+                self.fault, self.stored_duplicates, self.intake_duplicates_caught
+            ));
+        }
         if self.acknowledged_events < self.events {
             return Some(format!(
                 "{}: only {} of {} events acknowledged before the deadline",
@@ -64,8 +70,10 @@ impl Row {
                 self.fault, self.store_proxy_refused
             ));
         }
-        let loses_buckets = Fault::from_name(&self.fault).is_some_and(Fault::loses_redis_keys);
-        let limit = metered_limit(self.metered_quota, loses_buckets);
+        let limit = match self.metered_limit {
+            0 => metered_limit(self.metered_quota, false),
+            limit => limit,
+        };
         if self.metered_quota > 0 && self.metered_admitted > limit {
             return Some(format!(
                 "{}: the fleet admitted {} hooks of the metered tenant during the fault, over its \
@@ -120,6 +128,13 @@ impl Row {
             ));
         }
         if let Some(bound) = self.resume_bound_ms {
+            if self.breaker.0.last().is_some_and(|b| *b != 0.0) {
+                return Some(format!(
+                    "{}: a breaker was still open when the traffic ended, past the heal's \
+                     bound of {bound} ms",
+                    self.fault
+                ));
+            }
             if self.breaker_closed_after_heal_ms > bound {
                 return Some(format!(
                     "{}: the breaker closed {} ms after the heal, over {bound} ms \

@@ -128,6 +128,11 @@ pub struct Row {
     pub metered_admitted: u64,
     #[serde(default)]
     pub metered_quota: u64,
+    /// The most of the metered tenant the row may admit during the fault:
+    /// its quota with the promise's margin (see
+    /// [`super::promise::metered_limit`]). 0: from the quota alone.
+    #[serde(default)]
+    pub metered_limit: u64,
     /// The fewest live edges an edge had heard, as it changed over the row.
     #[serde(default)]
     pub live_edges: Transitions,
@@ -143,12 +148,17 @@ impl Row {
         let Ok(dir) = std::env::var("ANKUSA_RELIABILITY_DIR") else {
             return;
         };
-        let _ = std::fs::create_dir_all(&dir);
-        let file = Path::new(&dir).join(format!("{}.json", self.fault));
-        let text = serde_json::to_string_pretty(self).unwrap_or_default();
-        if let Err(e) = std::fs::write(&file, text) {
-            eprintln!("cannot write {}: {e}", file.display());
+        if let Err(e) = self.save(Path::new(&dir)) {
+            eprintln!("{e}");
         }
+    }
+
+    /// Writes the row as `DIR/NAME.json` (making `DIR`).
+    pub fn save(&self, dir: &Path) -> Result<(), String> {
+        let _ = std::fs::create_dir_all(dir);
+        let file = dir.join(format!("{}.json", self.fault));
+        let text = serde_json::to_string_pretty(self).unwrap_or_default();
+        std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))
     }
 }
 

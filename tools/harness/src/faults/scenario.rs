@@ -1,6 +1,7 @@
 //! The faults of the suite: what each breaks, and why it may store a copy twice.
 
 use super::plan::Plan;
+use super::row_fault::RowFault;
 use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,5 +178,23 @@ impl Fault {
             plan.deadline = Duration::from_secs(90);
         }
         plan
+    }
+}
+
+impl RowFault for Fault {
+    fn name(&self) -> &'static str {
+        Fault::name(*self)
+    }
+
+    fn duplicates_reason(&self) -> &'static str {
+        Fault::duplicates_reason(*self)
+    }
+
+    fn heals_at_once(&self) -> bool {
+        Fault::heals_at_once(*self)
+    }
+
+    fn loses_redis_keys(&self) -> bool {
+        Fault::loses_redis_keys(*self)
     }
 }

@@ -1,6 +1,7 @@
 //! The tables of `RELIABILITY.md`, rendered from the rows, and the
 //! sections of the document they go in.
 
+use super::promise::metered_limit;
 use super::row::Row;
 
 impl Row {
@@ -11,10 +12,15 @@ impl Row {
         let bound = self
             .resume_bound_ms
             .map_or(String::new(), |b| format!(" ≤ {b}"));
-        let mut cell = format!(
-            "{}; breaker closed at {}{bound}",
-            self.resume_after_heal_ms, self.breaker_closed_after_heal_ms
-        );
+        let closed = if self.breaker.0.last().is_some_and(|b| *b != 0.0) {
+            "breaker still open at the end".to_string()
+        } else {
+            format!(
+                "breaker closed at {}{bound}",
+                self.breaker_closed_after_heal_ms
+            )
+        };
+        let mut cell = format!("{}; {closed}", self.resume_after_heal_ms);
         if self.fallbacks_after_close > 0 {
             cell.push_str(&format!(
                 "; {} single calls failed after",
@@ -33,7 +39,8 @@ impl Row {
         cell
     }
 
-    pub(super) fn markdown(&self) -> String {
+    /// The row's line of the fault table.
+    pub fn markdown(&self) -> String {
         let answers: Vec<String> = self
             .answers
             .iter()
@@ -52,11 +59,18 @@ impl Row {
         } else {
             format!("{} ({})", self.fault, self.notes.join("; "))
         };
+        // The bound is shown where the row is allowed more than the quota's
+        // own margin (Redis lost the bucket, an edge was cut off).
+        let bound = if self.metered_limit > metered_limit(self.metered_quota, false) {
+            format!("; allowed {}", self.metered_limit)
+        } else {
+            String::new()
+        };
         let metered = if self.metered_quota == 0 {
             "-".to_string()
         } else {
             format!(
-                "{} / {} (live edges {})",
+                "{} / {} (live edges {}{bound})",
                 self.metered_admitted,
                 self.metered_quota,
                 self.live_edges.render()
@@ -143,6 +157,34 @@ pub fn merge_table(old: &str, rows: &[Row], order: &[&str]) -> String {
     for (_, line) in lines {
         out.push_str(&line);
         out.push('\n');
+    }
+    out
+}
+
+/// The list of runs beside a table: `line` (the rows a run made, then how:
+/// `- a, b: COMMAND …`) first, then each line of `old` with the rows `line`
+/// made again taken out, and dropped when none is left, so every row of the
+/// table is named under the run that made it.
+pub fn merge_runs(old: &str, line: &str) -> String {
+    let rows_of = |line: &str| -> Vec<String> {
+        line.strip_prefix("- ")
+            .and_then(|l| l.split_once(": "))
+            .map(|(rows, _)| rows.split(", ").map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let fresh = rows_of(line);
+    let mut out = format!("{}\n", line.trim_end());
+    for old_line in old.lines().filter(|l| l.starts_with("- ")) {
+        let Some((_, how)) = old_line.split_once(": ") else {
+            continue;
+        };
+        let kept: Vec<String> = rows_of(old_line)
+            .into_iter()
+            .filter(|r| !fresh.contains(r))
+            .collect();
+        if !kept.is_empty() {
+            out.push_str(&format!("- {}: {how}\n", kept.join(", ")));
+        }
     }
     out
 }

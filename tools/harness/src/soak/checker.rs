@@ -96,8 +96,7 @@ pub fn window_quota() -> u64 {
 /// alone: the others spend the whole quota, one cut off its share on top,
 /// `quota × (1 + 1 / live edges)` (docs/admission.md, partial outage).
 pub fn degraded_quota(live_edges: u64) -> u64 {
-    let quota = window_quota();
-    quota + quota / live_edges.max(1)
+    metered::quota_and_shares(window_quota(), 1, live_edges)
 }
 
 fn check(name: &str, passed: bool, figure: String, bound: String) -> Check {

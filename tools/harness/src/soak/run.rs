@@ -7,10 +7,11 @@ use super::samples::{self, Process};
 use super::schedule::{self, Slot};
 use super::windows::windows;
 use crate::faults::fleet::{fault_fleet_config, Backing, FaultFleet, Shape, TIMEOUT_MS};
-use crate::faults::gauges::{sample, Sample};
+use crate::faults::gauges::{Gauges, Sample};
 use crate::faults::inject::{flap_intake, heal, inject};
 use crate::faults::latency::{held_within, p99_at_edge_ms};
 use crate::faults::metered::{self, Attempts};
+use crate::faults::target::Target;
 use crate::faults::{figures, stalls};
 use crate::provider::options::Options;
 use crate::provider::profile::Profile;
@@ -183,8 +184,9 @@ pub fn run(plan: &Plan) -> Report {
         let waits = s.spawn(|| stalls::watch_live(edge_pids, &done));
         let rss = s.spawn(|| samples::watch(&processes, start, &done));
         s.spawn(|| {
+            let mut gauges = Gauges::new(admin);
             while !done.load(Ordering::SeqCst) {
-                let got = sample(&admin, start.elapsed());
+                let got = gauges.sample(start.elapsed());
                 lock(&live.gauges).push(got);
                 std::thread::sleep(GAUGES_EVERY);
             }
@@ -235,7 +237,7 @@ pub fn run(plan: &Plan) -> Report {
         lost: audit.lost,
         lost_keys: audit.lost_keys,
         stored_duplicates: audit.stored_duplicates,
-        intake_duplicates_caught: figures::intake_duplicates_caught(&fleet.intake.url()),
+        intake_duplicates_caught: figures::intake_duplicates_caught(&fleet.intake_url()),
         forged_sent: outcome.tally.forged_sent,
         forged_rejected: outcome.tally.forged_rejected,
         forged_unanswered: outcome.tally.forged_unanswered,

@@ -53,6 +53,21 @@ fn the_breaker_must_close_within_its_bound_when_the_heal_is_whole() {
         None,
         "no bound for a fault that heals slowly"
     );
+    let still_open = row(serde_json::json!({
+        "breaker": [0.0, 1.0], "resume_bound_ms": bound, "breaker_closed_after_heal_ms": 0
+    }));
+    let broken = still_open.broken_promise().expect("open at the end");
+    assert!(
+        broken.contains("still open when the traffic ended"),
+        "{broken}"
+    );
+    assert!(
+        still_open
+            .markdown()
+            .contains("breaker still open at the end"),
+        "{}",
+        still_open.markdown()
+    );
 }
 
 #[test]
@@ -121,18 +136,31 @@ fn a_moving_slot_may_cost_one_hook_in_a_hundred_and_a_failover_nothing_after_its
 
 #[test]
 fn a_fault_that_loses_the_buckets_may_admit_one_burst_more() {
-    let admitted = |fault: &str, n: u64| {
+    // 120 + 12 + 2, and one burst (20) where Redis lost the bucket.
+    assert_eq!(metered_limit(120, false), 134);
+    assert_eq!(metered_limit(120, true), 154);
+    assert!(Fault::ClusterFailover.loses_redis_keys() && Fault::RedisFlushall.loses_redis_keys());
+    assert!(!Fault::StoreFrozen.loses_redis_keys());
+    let admitted = |limit: u64, n: u64| {
         row(serde_json::json!({
-            "fault": fault, "metered_quota": 120, "metered_admitted": n
+            "metered_quota": 120, "metered_admitted": n, "metered_limit": limit
         }))
         .broken_promise()
     };
-    // 120 + 12 + 2, and one burst (20) where Redis lost the bucket.
-    assert_eq!(admitted("store-frozen", 134), None);
-    assert!(admitted("store-frozen", 135).is_some());
-    for lost in ["cluster-master-killed-replica-promoted", "redis-flushall"] {
-        assert_eq!(admitted(lost, 154), None, "{lost}");
-        let broken = admitted(lost, 155).expect("over the bound");
-        assert!(broken.contains("(allowed 154)"), "{broken}");
-    }
+    assert_eq!(
+        admitted(0, 134),
+        None,
+        "a row without its limit: the quota's"
+    );
+    assert!(admitted(0, 135).is_some());
+    assert_eq!(admitted(154, 154), None);
+    let broken = admitted(154, 155).expect("over the bound");
+    assert!(broken.contains("(allowed 154)"), "{broken}");
+}
+
+#[test]
+fn an_event_stored_twice_breaks_the_promise() {
+    let twice = row(serde_json::json!({"stored_duplicates": 2, "intake_duplicates_caught": 5}));
+    let broken = twice.broken_promise().expect("stored twice");
+    assert!(broken.contains("2 events stored twice"), "{broken}");
 }

@@ -38,3 +38,16 @@ fn replaces_only_the_named_section() {
     );
     assert!(replace_section(doc, "x", "").is_err());
 }
+
+#[test]
+fn a_run_takes_its_rows_from_the_runs_that_made_them_before() {
+    let old = "- a, b: `x.sh all`, Monday\n- c: `x.sh c`, Sunday\n";
+    assert_eq!(
+        merge_runs(old, "- b, c: `x.sh b,c`, Tuesday"),
+        "- b, c: `x.sh b,c`, Tuesday\n- a: `x.sh all`, Monday\n"
+    );
+    assert_eq!(
+        merge_runs("", "- a: `x.sh a`, now\n"),
+        "- a: `x.sh a`, now\n"
+    );
+}
