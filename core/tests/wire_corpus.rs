@@ -14,6 +14,7 @@ use ankusa_core::hook::batch::{split, with_settle};
 use ankusa_core::hook::plan::parse_reply;
 use ankusa_core::hook::settle::{request_body, Queued};
 use ankusa_core::wire::batch::{HitResult, HitsAnswer};
+use ankusa_core::wire::version::{FIRST, WIRE_VERSION};
 use ankusa_core::wire::{
     Charge, ChargeKind, Claim, ErrorBody, HitAnswer, HitReply, HitRequest, Override, SettleAnswer,
     SettleOp, HITS_PATH, HIT_PATH,
@@ -149,6 +150,11 @@ fn an_override() -> Override {
     }
 }
 
+/// The `wire` a store of this release names in its answers (wire 1, v0.1.0's, names none).
+fn wire_of_answers() -> Option<u32> {
+    (WIRE_VERSION > FIRST).then_some(WIRE_VERSION)
+}
+
 /// What this release sends, named as the tests read them: `edge-*` files
 /// are requests (the store reads them), `store-*` files answers (the edge
 /// reads them).
@@ -171,16 +177,23 @@ fn current_samples() -> Vec<(&'static str, Vec<u8>)> {
         in_force,
         levels,
         edges: Some(2),
+        wire: wire_of_answers(),
+        unknown_fields: 0,
     };
     let hits_answer = HitsAnswer {
         results: vec![
-            HitResult::Reply(reply(HitAnswer::Ok, None, vec![998_000_000, 4_192_256_000_000])),
+            // A batch names the store's version once, not in each hit's reply.
+            HitResult::Reply(HitReply {
+                wire: None,
+                ..reply(HitAnswer::Ok, None, vec![998_000_000, 4_192_256_000_000])
+            }),
             HitResult::Refused(ErrorBody {
                 error: "bad_request".into(),
                 message: "hits[1].claim.key: \"\" is not 1 to 200 bytes".into(),
             }),
         ],
         settled: Some(2),
+        wire: wire_of_answers(),
     };
     let page = OverridePage {
         epoch: "1795000000000-ab12".into(),
@@ -239,7 +252,13 @@ fn current_samples() -> Vec<(&'static str, Vec<u8>)> {
             )),
         ),
         ("store-hits.json", json(&hits_answer)),
-        ("store-settle.json", json(&SettleAnswer { applied: 2 })),
+        (
+            "store-settle.json",
+            json(&SettleAnswer {
+                applied: 2,
+                wire: wire_of_answers(),
+            }),
+        ),
         (
             "store-error.json",
             json(&ErrorBody {
@@ -329,12 +348,11 @@ fn todays_edge_reads_every_releases_answers() {
         }
         for (name, body) in samples(release, "store-overrides.json") {
             let size = body.len();
-            let page = ankusa_core::fleet::overrides::node_list::parse_page(
-                Some("200"),
-                size,
-                || Some(body),
-            )
-            .unwrap_or_else(|e| panic!("{name}: not an override page: {e:?}"));
+            let page =
+                ankusa_core::fleet::overrides::node_list::parse_page(Some("200"), size, || {
+                    Some(body)
+                })
+                .unwrap_or_else(|e| panic!("{name}: not an override page: {e:?}"));
             assert_eq!(page.overrides.len(), 1, "{name}");
         }
         for (name, body) in samples(release, "store-error.json") {
