@@ -14,7 +14,9 @@ use serde::Deserialize;
 #[derive(Deserialize)]
 pub struct SettleOpRead {
     op: String,
-    claim: Claim,
+    /// Optional here so that an unknown `op` is named before a missing claim.
+    #[serde(default)]
+    claim: Option<Claim>,
     #[serde(default)]
     hook_id: Option<String>,
 }
@@ -23,13 +25,14 @@ impl TryFrom<SettleOpRead> for SettleOp {
     type Error = String;
 
     fn try_from(read: SettleOpRead) -> Result<SettleOp, String> {
-        match (read.op.as_str(), read.hook_id) {
+        let claim = || read.claim.clone().ok_or("missing field `claim`");
+        match (read.op.as_str(), read.hook_id.clone()) {
             ("promote", Some(hook_id)) => Ok(SettleOp::Promote {
-                claim: read.claim,
+                claim: claim()?,
                 hook_id,
             }),
             ("promote", None) => Err("a promote needs its `hook_id`".into()),
-            ("release", None) => Ok(SettleOp::Release { claim: read.claim }),
+            ("release", None) => Ok(SettleOp::Release { claim: claim()? }),
             ("release", Some(_)) => Err("a release carries no `hook_id`".into()),
             (other, _) => Err(format!(
                 "unknown `op` {:?}; expected promote or release",
