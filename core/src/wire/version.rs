@@ -33,32 +33,30 @@ pub const FIRST: u32 = 1;
 /// The store's wire version as an edge last heard it: [`FIRST`] until an
 /// answer names one, then whatever the latest answer said (a store rolled
 /// back to an older release is followed back down).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StoreWire(u32);
-
-impl Default for StoreWire {
-    fn default() -> StoreWire {
-        StoreWire(FIRST)
-    }
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreWire {
+    /// 0 until the first answer.
+    heard: u32,
 }
 
 impl StoreWire {
     /// Notes the version an answer named (None: a store of wire 1).
-    /// Returns whether it changed.
+    /// Returns whether it differs from what was heard before (the first
+    /// answer always does), so the edge reports it once per change.
     pub fn heard(&mut self, named: Option<u32>) -> bool {
         let now = named.unwrap_or(FIRST).max(FIRST);
-        let changed = now != self.0;
-        self.0 = now;
+        let changed = now != self.heard;
+        self.heard = now;
         changed
     }
 
     pub fn version(self) -> u32 {
-        self.0
+        self.heard.max(FIRST)
     }
 
     /// Whether a field introduced at wire `since` may be sent to this store.
     pub fn speaks(self, since: u32) -> bool {
-        self.0 >= since
+        self.version() >= since
     }
 }
 
@@ -71,6 +69,8 @@ mod tests {
         let mut store = StoreWire::default();
         assert_eq!(store.version(), 1);
         assert!(store.speaks(1) && !store.speaks(2));
+        // The first answer is reported, whatever it names.
+        assert!(store.heard(None));
         assert!(!store.heard(None));
         assert!(!store.speaks(2));
     }
