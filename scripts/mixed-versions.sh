@@ -5,7 +5,7 @@
 # the previous release's store and filter against this release's in every
 # mix a rolling upgrade passes through (previous edges with this store, this
 # release's edges with the previous store, one edge of each with either
-# store). Each mix keeps the tenant's quota and an override as one fleet-wide
+# store, and stores of both releases on one Redis). Each mix keeps the tenant's quota and an override as one fleet-wide
 # limit and stores the mock provider's events once, none lost.
 #
 #   scripts/mixed-versions.sh              # about 8 minutes the first time on 2 cores, 2 after
@@ -47,7 +47,7 @@ cargo build -q --release -p ankusa-filter --target wasm32-wasip1
 say "running the mixes"
 ANKUSA_PREVIOUS_RELEASE=$cache/out cargo test -q -p ankusa-tests --test e2e mixed_versions:: -- --nocapture --test-threads=1 2>&1 |
   tee "${TMPDIR:-/tmp}/ankusa-mixed.log" | grep -E '^(MIXED|test result|thread|SKIPPED)|panicked' || true
-grep -q 'test result: ok. 4 passed' "${TMPDIR:-/tmp}/ankusa-mixed.log" || {
+grep -q 'test result: ok. 5 passed' "${TMPDIR:-/tmp}/ankusa-mixed.log" || {
   echo "mixed-versions: a mix broke a promise (the log: ${TMPDIR:-/tmp}/ankusa-mixed.log)" >&2
   exit 1
 }

@@ -1,7 +1,8 @@
 //! Upgrading in any order, through real processes: the previous release's
 //! store and filter (built by scripts/mixed-versions.sh from the commit
 //! CHANGELOG.md names, into `$ANKUSA_PREVIOUS_RELEASE`) against this one's,
-//! in every mix a rolling upgrade passes through. Each fleet of two edges
+//! in every mix a rolling upgrade passes through, stores of both releases
+//! on one Redis among them. Each fleet of two edges
 //! keeps every promise: the tenant's quota and an override set on the store
 //! hold across both edges as one limit, and the mock provider's events,
 //! a fifth redelivered to the other edge, are all stored once.
@@ -54,8 +55,19 @@ fn edge(node: &str, build: Build, previous: &PathBuf, intake: &Intake, store: &S
     Edge::start_with(spec, move |bootstrap| bootstrap.replace(&this, &module))
 }
 
-/// One mix: the store's build and each edge's. Panics on a broken promise.
-fn run(store_build: Build, edges: [Build; 2]) {
+fn start_store(build: Build, previous: &std::path::Path, redis: &Redis) -> Store {
+    let store = match build {
+        Build::This => Store::start(&redis.url()),
+        Build::Previous => Store::start_binary(&previous.join("ankusa-store"), &redis.url()),
+    };
+    assert!(store.wait_ready(Duration::from_secs(10)), "{build:?} store");
+    store
+}
+
+/// One mix: each edge's build and the build of the store it calls (one
+/// store when both call the same build; two stores on one Redis when not,
+/// as while the stores roll). Panics on a broken promise.
+fn run(edges: [Build; 2], stores: [Build; 2]) {
     let Some(previous) = previous() else {
         eprintln!(
             "SKIPPED: ANKUSA_PREVIOUS_RELEASE is not set (scripts/mixed-versions.sh sets it)"
@@ -63,18 +75,22 @@ fn run(store_build: Build, edges: [Build; 2]) {
         return;
     };
     let label = format!(
-        "store {store_build:?}, edges {:?} and {:?}",
-        edges[0], edges[1]
+        "edges {:?} and {:?}, calling stores {:?} and {:?}",
+        edges[0], edges[1], stores[0], stores[1]
     );
     let redis = Redis::start();
-    let store = match store_build {
-        Build::This => Store::start(&redis.url()),
-        Build::Previous => Store::start_binary(&previous.join("ankusa-store"), &redis.url()),
-    };
-    assert!(store.wait_ready(Duration::from_secs(10)), "{label}");
+    let first = start_store(stores[0], &previous, &redis);
+    let second = (stores[1] != stores[0]).then(|| start_store(stores[1], &previous, &redis));
+    let store = &first;
     let intake = Intake::start();
-    let a = edge("edge-a", edges[0], &previous, &intake, &store);
-    let b = edge("edge-b", edges[1], &previous, &intake, &store);
+    let a = edge("edge-a", edges[0], &previous, &intake, &first);
+    let b = edge(
+        "edge-b",
+        edges[1],
+        &previous,
+        &intake,
+        second.as_ref().unwrap_or(&first),
+    );
 
     // One quota across both edges: acme has 1 hook/s and a burst of 1000;
     // an override lowers the burst to 25 fleet-wide. 20 hooks are spent
@@ -86,7 +102,7 @@ fn run(store_build: Build, edges: [Build; 2]) {
         assert_eq!(status, 201, "{label}: hook {i} before the override");
     }
     let set = store_call(
-        &store,
+        store,
         "PUT",
         "/v1/overrides/acme",
         r#"{"rate": 1, "burst": 25, "ttl_ms": 600000}"#,
@@ -123,7 +139,7 @@ fn run(store_build: Build, edges: [Build; 2]) {
         (5..=bound).contains(&admitted),
         "{label}: admitted {admitted} of 30 under the override (bound {bound}): {after:?}"
     );
-    let gone = store_call(&store, "DELETE", "/v1/overrides/acme", "");
+    let gone = store_call(store, "DELETE", "/v1/overrides/acme", "");
     assert_eq!(gone.status, 200, "{label}: {}", gone.text());
     for (name, e) in [("edge-a", &a), ("edge-b", &b)] {
         let deadline = Instant::now() + Duration::from_secs(15);
@@ -176,20 +192,30 @@ fn run(store_build: Build, edges: [Build; 2]) {
 
 #[test]
 fn previous_edges_with_this_store() {
-    run(Build::This, [Build::Previous, Build::Previous]);
+    run([Build::Previous; 2], [Build::This; 2]);
 }
 
 #[test]
 fn this_releases_edges_with_the_previous_store() {
-    run(Build::Previous, [Build::This, Build::This]);
+    run([Build::This; 2], [Build::Previous; 2]);
 }
 
 #[test]
 fn one_previous_and_one_new_edge_with_this_store() {
-    run(Build::This, [Build::Previous, Build::This]);
+    run([Build::Previous, Build::This], [Build::This; 2]);
 }
 
 #[test]
 fn one_previous_and_one_new_edge_with_the_previous_store() {
-    run(Build::Previous, [Build::Previous, Build::This]);
+    run([Build::Previous, Build::This], [Build::Previous; 2]);
+}
+
+/// Half-way through a roll of the stores: each edge calls a store of
+/// another release, both on one Redis, so each reads what the other wrote.
+#[test]
+fn stores_of_both_releases_on_one_redis() {
+    run(
+        [Build::Previous, Build::This],
+        [Build::Previous, Build::This],
+    );
 }
