@@ -331,9 +331,20 @@ fn todays_edge_reads_every_releases_answers() {
     for release in &releases {
         let hits = samples(release, "store-hit-");
         assert_eq!(hits.len(), 4, "{}: four hit answers", release.display());
+        // v0.1.0's store names no wire version (wire 1); v0.2.0's names 2.
+        let named = match release.file_name().and_then(|n| n.to_str()) {
+            Some("v0.1.0") => Some(None),
+            Some("v0.2.0") => Some(Some(2)),
+            _ => None,
+        };
         for (name, body) in hits {
             let reply = parse_reply(Some("200"), Some(&body));
             assert!(reply.is_ok(), "{name}: {reply:?}");
+            let reply = reply.unwrap_or_else(|e| panic!("{name}: {e:?}"));
+            if let Some(named) = named {
+                assert_eq!(reply.wire, named, "{name}");
+            }
+            assert_eq!(reply.unknown_fields, 0, "{name}: every field known");
         }
         for (name, body) in samples(release, "store-hits.json") {
             let (shares, settled) = split(HITS_PATH, 2, Some("200"), Some(&body));
