@@ -141,7 +141,7 @@ pub enum HitAnswer {
 /// otherwise). A reader of a bare [`HitAnswer`] ignores the extra field, so
 /// every earlier answer shape stays valid.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-#[serde(try_from = "read::HitReplyRead")]
+#[serde(try_from = "read::AnswerRead")]
 pub struct HitReply {
     #[serde(flatten)]
     pub answer: HitAnswer,

@@ -9,6 +9,8 @@
 //! functions the edge builds its bodies with; those of older releases are
 //! never rewritten.
 
+#![cfg(not(target_arch = "wasm32"))]
+
 use ankusa_core::fleet::overrides::page::OverridePage;
 use ankusa_core::hook::batch::{split, with_settle};
 use ankusa_core::hook::plan::parse_reply;

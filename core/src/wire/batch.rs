@@ -26,7 +26,7 @@ pub struct HitsRequest {
 
 /// One hit's answer within a batch.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-#[serde(untagged, try_from = "super::read::HitResultRead")]
+#[serde(untagged, try_from = "super::read::AnswerRead")]
 pub enum HitResult {
     /// What `/v1/hit` would have answered (`{"result": ...}`).
     Reply(HitReply),

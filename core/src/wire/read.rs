@@ -42,11 +42,13 @@ impl TryFrom<SettleOpRead> for SettleOp {
     }
 }
 
-/// A hit's answer as read: the `result` and each variant's field, beside
-/// the reply's own fields.
+/// A hit's answer as read, alone or as one result of a batch: the
+/// `result` and each variant's field beside the reply's own fields, or a
+/// refusal's `error` and `message`.
 #[derive(Deserialize)]
-pub struct HitReplyRead {
-    result: String,
+pub struct AnswerRead {
+    #[serde(default)]
+    result: Option<String>,
     #[serde(default)]
     hook_id: Option<String>,
     #[serde(default)]
@@ -59,17 +61,24 @@ pub struct HitReplyRead {
     edges: Option<u64>,
     #[serde(default)]
     wire: Option<u32>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    message: String,
 }
 
-impl TryFrom<HitReplyRead> for HitReply {
+impl TryFrom<AnswerRead> for HitReply {
     type Error = String;
 
-    fn try_from(read: HitReplyRead) -> Result<HitReply, String> {
+    fn try_from(read: AnswerRead) -> Result<HitReply, String> {
+        let (Some(result), None) = (read.result.as_deref(), &read.error) else {
+            return Err("a hit answer has a `result` and no `error`".into());
+        };
         let retry = || {
             read.retry_after_ms
-                .ok_or_else(|| format!("a `{}` answer needs `retry_after_ms`", read.result))
+                .ok_or_else(|| format!("a `{result}` answer needs `retry_after_ms`"))
         };
-        let answer = match read.result.as_str() {
+        let answer = match result {
             "ok" => HitAnswer::Ok,
             "duplicate" => HitAnswer::Duplicate {
                 hook_id: read
@@ -101,45 +110,12 @@ impl TryFrom<HitReplyRead> for HitReply {
     }
 }
 
-/// One result of a batch as read: a reply (it has `result`) or a refusal
-/// (it has `error`).
-#[derive(Deserialize)]
-pub struct HitResultRead {
-    #[serde(default)]
-    result: Option<String>,
-    #[serde(default)]
-    hook_id: Option<String>,
-    #[serde(default)]
-    retry_after_ms: Option<u64>,
-    #[serde(default, rename = "override")]
-    in_force: Option<Override>,
-    #[serde(default)]
-    levels: Vec<u64>,
-    #[serde(default)]
-    edges: Option<u64>,
-    #[serde(default)]
-    wire: Option<u32>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    message: String,
-}
-
-impl TryFrom<HitResultRead> for HitResult {
+impl TryFrom<AnswerRead> for HitResult {
     type Error = String;
 
-    fn try_from(read: HitResultRead) -> Result<HitResult, String> {
-        match (read.result, read.error) {
-            (Some(result), None) => HitReply::try_from(HitReplyRead {
-                result,
-                hook_id: read.hook_id,
-                retry_after_ms: read.retry_after_ms,
-                in_force: read.in_force,
-                levels: read.levels,
-                edges: read.edges,
-                wire: read.wire,
-            })
-            .map(HitResult::Reply),
+    fn try_from(read: AnswerRead) -> Result<HitResult, String> {
+        match (&read.result, read.error.clone()) {
+            (Some(_), None) => HitReply::try_from(read).map(HitResult::Reply),
             (None, Some(error)) => Ok(HitResult::Refused(ErrorBody {
                 error,
                 message: read.message,
