@@ -8,6 +8,7 @@
 
 mod fleet;
 mod read;
+pub mod since;
 mod validate;
 
 pub use fleet::{BreakerPolicy, FleetConfig};

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 pub mod batch;
 mod check;
 pub mod paths;
+mod read;
+pub mod tolerant;
+pub mod version;
 
 pub use check::WireError;
 pub use paths::*;
@@ -50,7 +53,6 @@ impl ChargeKind {
 
 /// One GCRA bucket to charge: `units` against the quota the user wrote.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-#[serde(deny_unknown_fields)]
 pub struct Charge {
     pub kind: ChargeKind,
     pub tenant: String,
@@ -64,7 +66,6 @@ pub struct Charge {
 
 /// A provider event key to claim for one hook.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-#[serde(deny_unknown_fields)]
 pub struct Claim {
     pub tenant: String,
     pub source_id: String,
@@ -77,8 +78,9 @@ pub struct Claim {
     pub pending_ttl_ms: u64,
 }
 
+/// A hook's hit. Like every message between edge and store, a reader skips
+/// (and counts) a field it doesn't know: see [`version`].
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-#[serde(deny_unknown_fields)]
 pub struct HitRequest {
     pub charges: Vec<Charge>,
     pub claim: Option<Claim>,
@@ -139,6 +141,7 @@ pub enum HitAnswer {
 /// otherwise). A reader of a bare [`HitAnswer`] ignores the extra field, so
 /// every earlier answer shape stays valid.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
+#[serde(try_from = "read::AnswerRead")]
 pub struct HitReply {
     #[serde(flatten)]
     pub answer: HitAnswer,
@@ -153,10 +156,18 @@ pub struct HitReply {
     /// [`crate::fleet::edges`]); absent from a store that doesn't count them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edges: Option<u64>,
+    /// The store's wire version ([`version::WIRE_VERSION`]); absent from a
+    /// store of v0.1.0 (wire 1). In a batch it is the batch's, not each hit's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<u32>,
+    /// Fields of this answer the edge skipped as unknown (a newer store's):
+    /// counted, never sent.
+    #[serde(skip)]
+    pub unknown_fields: u32,
 }
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "op", rename_all = "snake_case", try_from = "read::SettleOpRead")]
 pub enum SettleOp {
     /// The hook is durable: commit the key under `hook_id` for `claim.ttl_ms`.
     Promote { claim: Claim, hook_id: String },
@@ -173,7 +184,6 @@ impl SettleOp {
 }
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-#[serde(deny_unknown_fields)]
 pub struct SettleRequest {
     pub ops: Vec<SettleOp>,
 }
@@ -182,6 +192,9 @@ pub struct SettleRequest {
 pub struct SettleAnswer {
     /// Operations applied to Redis (all of them, on success).
     pub applied: usize,
+    /// The store's wire version; absent from a v0.1.0 store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<u32>,
 }
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]

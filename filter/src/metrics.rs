@@ -53,6 +53,8 @@ pub struct Metrics {
     overrides_left_out: u32,
     live_edges: u32,
     share_ppm: u32,
+    store_wire: u32,
+    wire_unknown: u32,
     /// This VM's degraded-gauge writes (a value per hook would be a host call per hook).
     degraded_writes: RefCell<GaugeWrites>,
 }
@@ -117,6 +119,8 @@ impl Metrics {
             overrides_listed: define(Gauge, "ankusa_overrides_listed"),
             overrides_left_out: define(Gauge, "ankusa_overrides_left_out"),
             live_edges: define(Gauge, "ankusa_fleet_live_edges"),
+            store_wire: define(Gauge, "ankusa_fleet_store_wire"),
+            wire_unknown: define(Counter, "ankusa_fleet_wire_unknown_total"),
             share_ppm: define(Gauge, "ankusa_fleet_degraded_share_ppm"),
             degraded_writes: RefCell::default(),
         }
@@ -155,6 +159,10 @@ impl Metrics {
             Metric::Degraded(kind, on) => self.degraded(kind, on),
             Metric::Contended => self.contended(),
             Metric::Edges { live, share_ppm } => self.edges(live, share_ppm),
+            Metric::StoreWire(version) => Self::set(self.store_wire, version),
+            Metric::WireUnknown(fields) => {
+                Self::inc(self.wire_unknown, i64::try_from(fields).unwrap_or(i64::MAX))
+            }
         }
     }
 

@@ -43,7 +43,16 @@ pub struct Metrics {
     /// `ankusa_store_cluster_redirects_unfinished_total`: hits still redirected
     /// when their rounds or their caller's budget ran out (answered `redis_unavailable`).
     pub redirects_unfinished: IntCounter,
+    /// `ankusa_store_wire_unknown_total{field}`: fields of edge messages the
+    /// store skipped as unknown (a newer edge's; see `ankusa_core::wire::version`).
+    wire_unknown: IntCounterVec,
+    /// The `field` labels given so far: at most [`MAX_UNKNOWN_LABELS`].
+    unknown_labels: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
+
+/// Distinct `field` labels of `ankusa_store_wire_unknown_total`; later
+/// fields are counted as `other`, so no caller grows the registry without bound.
+pub const MAX_UNKNOWN_LABELS: usize = 32;
 
 impl Metrics {
     pub fn new() -> Metrics {
@@ -158,8 +167,17 @@ impl Metrics {
             "Edges heard from within the live-edge TTL, as last counted in Redis.",
         )
         .expect("static metric definition");
+        let wire_unknown = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_wire_unknown_total",
+                "Fields of edge messages skipped as unknown (sent by a newer edge), by field.",
+            ),
+            &["field"],
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(wire_unknown.clone()),
             Box::new(redis_seconds.clone()),
             Box::new(settle_batch_ops.clone()),
             Box::new(hits_per_call.clone()),
@@ -196,7 +214,27 @@ impl Metrics {
             live_edges,
             redirects,
             redirects_unfinished,
+            wire_unknown,
+            unknown_labels: Default::default(),
         }
+    }
+
+    /// One field skipped as unknown, by its label (see
+    /// `ankusa_core::wire::tolerant::field_label`).
+    pub fn unknown_field(&self, field: &str) {
+        let mut seen = self
+            .unknown_labels
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let label = if seen.contains(field) {
+            field
+        } else if seen.len() < MAX_UNKNOWN_LABELS {
+            seen.insert(field.to_string());
+            field
+        } else {
+            "other"
+        };
+        self.wire_unknown.with_label_values(&[label]).inc();
     }
 
     /// The Prometheus text exposition of every metric.

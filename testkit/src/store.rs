@@ -68,9 +68,36 @@ impl Store {
         Self::healthy(proc, port)
     }
 
+    /// [`Store::start`] with another build of the store: `binary` (a
+    /// previous release's, for the mixed-version run).
+    pub fn start_binary(binary: &std::path::Path, redis_url: &str) -> Store {
+        let env = run_tokens();
+        let (proc, port) = spawn_listening(
+            |port| Self::spawn_bin(binary, port, redis_url, &[], &env),
+            Duration::from_secs(10),
+        );
+        Self::healthy(proc, port)
+    }
+
     fn spawn_proc(port: u16, redis_url: &str, extra_args: &[&str], env: &[(&str, &str)]) -> Proc {
+        Self::spawn_bin(
+            &workspace_bin("ankusa-store"),
+            port,
+            redis_url,
+            extra_args,
+            env,
+        )
+    }
+
+    fn spawn_bin(
+        binary: &std::path::Path,
+        port: u16,
+        redis_url: &str,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Proc {
         let listen = format!("127.0.0.1:{port}");
-        let mut cmd = Command::new(workspace_bin("ankusa-store"));
+        let mut cmd = Command::new(binary);
         cmd.args(["--listen", &listen, "--redis-url", redis_url])
             .args(extra_args)
             .env_remove(OLD_STORE_TOKENS_ENV);

@@ -36,6 +36,7 @@ mod fleet_cli;
 mod fleet_provider;
 mod hostile;
 mod intake;
+mod mixed_versions;
 mod prometheus;
 mod provider;
 mod release;

@@ -29,7 +29,7 @@
 use crate::hook::plan::{parse_reply, CallFailure};
 use crate::hook::settle::Queued;
 use crate::wire::batch::{HitResult, HitsAnswer, MAX_HITS_PER_CALL};
-use crate::wire::{ErrorBody, HitReply, SettleOp, HITS_PATH, HIT_PATH};
+use crate::wire::{tolerant, ErrorBody, HitReply, SettleOp, HITS_PATH, HIT_PATH};
 use std::collections::VecDeque;
 
 /// Most hooks in one call (the store takes up to [`MAX_HITS_PER_CALL`]).
@@ -276,12 +276,21 @@ pub fn split(
     if path != HITS_PATH || status != Some("200") {
         return (vec![parse_reply(status, body); members], None);
     }
-    let parsed = body.and_then(|b| serde_json::from_slice::<HitsAnswer>(b).ok());
+    let mut unknown = 0;
+    let parsed = body.and_then(|b| tolerant::from_slice::<HitsAnswer>(b, |_| unknown += 1).ok());
     match parsed {
-        Some(answer) if answer.results.len() == members => (
-            answer.results.into_iter().map(share).collect(),
-            answer.settled,
-        ),
+        Some(answer) if answer.results.len() == members => {
+            let mut shares: Vec<Share> = answer.results.into_iter().map(share).collect();
+            // The batch names the store's version once: each hook's reply
+            // carries it, and the first one the batch's unknown fields.
+            for reply in shares.iter_mut().flatten() {
+                reply.wire = answer.wire;
+            }
+            if let Some(Ok(first)) = shares.first_mut() {
+                first.unknown_fields = unknown;
+            }
+            (shares, answer.settled)
+        }
         // A 200 that isn't one result per hook: each hook's answer is unparsable.
         _ => (vec![Err(CallFailure::Unparsable); members], None),
     }

@@ -34,7 +34,9 @@ use crate::node::cas::CasStore;
 use crate::node::edge_keys::{BREAKER_KEY, BUCKET_PREFIX, BUCKET_SLOTS};
 use crate::node::node_buckets::NodeBuckets;
 use crate::verify::Keys;
+use crate::wire::version::StoreWire;
 use crate::wire::Claim;
+use std::cell::Cell;
 
 /// Request headers the filter sets on every forwarded hook (and strips from
 /// the sender's request, so a sender can't pick its own dedupe key).
@@ -57,6 +59,8 @@ pub struct Env<'a, S: CasStore> {
     pub kept_successes: &'a KeptSuccesses,
     /// This worker's copy of the node's live edge count.
     pub edges: &'a EdgesSeen,
+    /// The store's wire version as this worker's calls last heard it.
+    pub store_wire: &'a Cell<StoreWire>,
 }
 
 impl<S: CasStore> Env<'_, S> {

@@ -9,7 +9,7 @@
 
 use crate::config::{Config, Scope};
 use crate::limit::gcra::ChargeError;
-use crate::wire::{Charge, ChargeKind, Claim, HitAnswer, HitReply, HitRequest};
+use crate::wire::{tolerant, Charge, ChargeKind, Claim, HitAnswer, HitReply, HitRequest};
 
 /// One routed hook, as far as admission cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -216,7 +216,13 @@ pub fn parse_reply(status: Option<&str>, body: Option<&[u8]>) -> Result<HitReply
     match status {
         None => Err(CallFailure::NoStatus),
         Some("200") => {
-            serde_json::from_slice(body.unwrap_or_default()).map_err(|_| CallFailure::Unparsable)
+            let mut unknown = 0;
+            let read = tolerant::from_slice::<HitReply>(body.unwrap_or_default(), |_| unknown += 1);
+            read.map(|reply| HitReply {
+                unknown_fields: unknown,
+                ..reply
+            })
+            .map_err(|_| CallFailure::Unparsable)
         }
         Some("503") if body.is_some_and(never_left) => Err(CallFailure::Unreached),
         Some(other) => Err(CallFailure::Status(other.to_string())),

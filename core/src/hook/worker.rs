@@ -15,6 +15,8 @@ use crate::node::cas::{ensure_keys, CasStore};
 use crate::node::edge_keys::{BUCKET_PREFIX, BUCKET_SLOTS, FIXED};
 use crate::node::node_buckets::NodeBuckets;
 use crate::verify::Keys;
+use crate::wire::version::StoreWire;
+use std::cell::Cell;
 use std::cell::RefCell;
 
 pub struct Worker {
@@ -27,6 +29,8 @@ pub struct Worker {
     pub kept_successes: KeptSuccesses,
     /// This worker's copy of the node's live edge count.
     pub edges_seen: EdgesSeen,
+    /// The store's wire version as this worker's calls last heard it.
+    pub store_wire: Cell<StoreWire>,
     /// Settle operations this worker made, not yet on the node's queue.
     pub held: RefCell<Held>,
 }
@@ -54,6 +58,7 @@ impl Worker {
             seen_closed: SeenClosed::default(),
             kept_successes: KeptSuccesses::default(),
             edges_seen: EdgesSeen::default(),
+            store_wire: Cell::default(),
             held: RefCell::default(),
         })
     }
@@ -85,6 +90,7 @@ impl Worker {
             seen_closed: &self.seen_closed,
             kept_successes: &self.kept_successes,
             edges: &self.edges_seen,
+            store_wire: &self.store_wire,
         }
     }
 }

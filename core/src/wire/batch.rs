@@ -16,7 +16,6 @@ pub use crate::wire::HITS_PATH;
 pub const MAX_HITS_PER_CALL: usize = 256;
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-#[serde(deny_unknown_fields)]
 pub struct HitsRequest {
     pub hits: Vec<HitRequest>,
     /// Settle operations riding on the call, applied in the same pipelines
@@ -27,7 +26,7 @@ pub struct HitsRequest {
 
 /// One hit's answer within a batch.
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
-#[serde(untagged)]
+#[serde(untagged, try_from = "super::read::AnswerRead")]
 pub enum HitResult {
     /// What `/v1/hit` would have answered (`{"result": ...}`).
     Reply(HitReply),
@@ -42,6 +41,9 @@ pub struct HitsAnswer {
     /// any failed: the caller queues them again; each is idempotent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<usize>,
+    /// The store's wire version; absent from a v0.1.0 store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<u32>,
 }
 
 /// The batch's own bounds: 1 to [`MAX_HITS_PER_CALL`] hits. Each hit is
@@ -103,6 +105,8 @@ mod tests {
     fn a_result_round_trips_as_the_single_hit_answer_would() {
         let reply = HitResult::Reply(HitReply {
             edges: None,
+            wire: None,
+            unknown_fields: 0,
             answer: HitAnswer::RateLimited { retry_after_ms: 7 },
             in_force: None,
             levels: vec![],

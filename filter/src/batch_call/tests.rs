@@ -331,3 +331,59 @@ fn a_lone_hit_that_fails_or_is_left_gives_its_riding_settles_back() {
     let _refused = arrive(&host, 1, "d-1");
     assert_eq!(*host.rode.borrow(), [(vec![op], false)]);
 }
+
+/// The metrics of the wire's compatibility rule the worker reported.
+fn wire_metrics(host: &Rc<MockHost>) -> Vec<Metric> {
+    host.metrics
+        .borrow()
+        .iter()
+        .filter(|m| matches!(m, Metric::StoreWire(_) | Metric::WireUnknown(_)))
+        .cloned()
+        .collect()
+}
+
+/// A newer store's answers, alone and batched, carry fields this edge
+/// doesn't know: every hook is decided as without them, the fields are
+/// counted, and the store's wire version is reported once per change.
+#[test]
+fn a_newer_stores_fields_are_counted_and_its_version_followed() {
+    let host = worker();
+    let (mut first, _) = arrive(&host, 1, "d-1");
+    let (_second, _) = arrive(&host, 2, "d-2");
+    let (_third, _) = arrive(&host, 3, "d-3");
+    let alone = r#"{"result":"ok","wire":3,"quota":{"left":4}}"#;
+    host.answer(Some("200"), alone);
+    first.on_http_call_response(1, 0, alone.len(), 0);
+    assert_eq!(
+        wire_metrics(&host),
+        [Metric::StoreWire(3), Metric::WireUnknown(1)]
+    );
+    root_woken(&host);
+    let batch = r#"{"results":[{"result":"ok","hint":1},{"result":"duplicate","hook_id":"h-0","why":"x"}],"wire":3,"batch":7}"#;
+    host.answer(Some("200"), batch);
+    assert!(on_call_answer(&host, 2, batch.len()));
+    assert_eq!(
+        host.admissions(),
+        [Outcome::Admitted, Outcome::Admitted, Outcome::Duplicate],
+        "decided as without the fields"
+    );
+    assert_eq!(
+        wire_metrics(&host),
+        [
+            Metric::StoreWire(3),
+            Metric::WireUnknown(1),
+            Metric::WireUnknown(3)
+        ],
+        "the batch's three unknown fields counted once; its version unchanged"
+    );
+}
+
+/// A store that names no version (v0.1.0's) is reported as wire 1.
+#[test]
+fn a_store_naming_no_version_is_reported_as_wire_1() {
+    let host = worker();
+    let (mut first, _) = arrive(&host, 1, "d-1");
+    host.answer(Some("200"), OK);
+    first.on_http_call_response(1, 0, OK.len(), 0);
+    assert_eq!(wire_metrics(&host), [Metric::StoreWire(1)]);
+}

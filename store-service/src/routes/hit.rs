@@ -6,6 +6,7 @@ use crate::errors::StoreError;
 use crate::keys;
 use crate::spans;
 use ankusa_core::limit::gcra::wait_ms;
+use ankusa_core::wire::version::WIRE_VERSION;
 use ankusa_core::wire::{HitAnswer, HitReply, HitRequest};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
@@ -15,7 +16,7 @@ use tracing::{Instrument, Span};
 
 pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
-    let hit: HitRequest = read_json(req, super::MAX_BODY_BYTES, "hit request").await?;
+    let hit: HitRequest = read_json(shared, req, super::MAX_BODY_BYTES, "hit request").await?;
     hit.validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
     if let Some(node) = &hit.node {
@@ -31,6 +32,7 @@ pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     let (mut answer, waited) = answered.inspect_err(|e| spans::result(&span, e.code()))?;
     spans::redis(&request, waited);
     answer.edges = shared.edges.count();
+    answer.wire = Some(WIRE_VERSION);
     let result = result_of(&answer.answer);
     spans::result(&span, result);
     count(shared, "hit", result);
@@ -196,6 +198,8 @@ pub fn parse_reply(reply: &[Value]) -> Result<HitReply, StoreError> {
         in_force,
         levels,
         edges: None,
+        wire: None,
+        unknown_fields: 0,
     })
 }
 

@@ -15,7 +15,8 @@ use crate::errors::StoreError;
 use crate::keys;
 use crate::spans;
 use ankusa_core::wire::batch::{check_count, check_settle, item_field, HitResult, HitsAnswer};
-use ankusa_core::wire::{HitReply, HitRequest, SettleOp};
+use ankusa_core::wire::version::WIRE_VERSION;
+use ankusa_core::wire::{tolerant, HitReply, HitRequest, SettleOp};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use redis::Value;
@@ -31,7 +32,6 @@ use tracing::{Instrument, Span};
 /// only itself, and a good one is read straight into a [`HitRequest`]
 /// (no `serde_json::Value` tree built first).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawHits {
     hits: Vec<Box<RawValue>>,
     #[serde(default)]
@@ -48,7 +48,7 @@ type NodeWork = (Vec<Item>, Vec<SettleOp>);
 
 pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
-    let raw: RawHits = read_json(req, super::MAX_BODY_BYTES, "hits request").await?;
+    let raw: RawHits = read_json(shared, req, super::MAX_BODY_BYTES, "hits request").await?;
     check_count(raw.hits.len()).map_err(|e| StoreError::BadRequest(e.to_string()))?;
     check_settle(&raw.settle).map_err(|e| StoreError::BadRequest(e.to_string()))?;
     let settles = raw.settle;
@@ -56,7 +56,7 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
     let mut results: Vec<Option<HitResult>> = vec![None; total];
     let mut valid = Vec::with_capacity(total);
     for (i, item) in raw.hits.iter().enumerate() {
-        match read_item(i, item) {
+        match read_item(shared, i, item) {
             Ok(hit) => {
                 if let Some(node) = &hit.node {
                     shared.edges.note(node);
@@ -96,7 +96,14 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
         .collect();
     shared.backend.metrics.hits_per_call.observe(total as f64);
     count(shared, "hits", "ok");
-    Ok(json(StatusCode::OK, &HitsAnswer { results, settled }))
+    Ok(json(
+        StatusCode::OK,
+        &HitsAnswer {
+            results,
+            settled,
+            wire: Some(WIRE_VERSION),
+        },
+    ))
 }
 
 /// A batch none of whose hits reached Redis fails as a whole, as `/v1/hit`
@@ -115,9 +122,12 @@ fn failed_as_a_whole(
     }
 }
 
-fn read_item(index: usize, item: &RawValue) -> Result<HitRequest, StoreError> {
-    let hit: HitRequest = serde_json::from_str(item.get())
-        .map_err(|e| StoreError::BadRequest(format!("hits[{index}]: not a valid hit: {e}")))?;
+fn read_item(shared: &Shared, index: usize, item: &RawValue) -> Result<HitRequest, StoreError> {
+    let metrics = &shared.backend.metrics;
+    let hit: HitRequest = tolerant::from_str(item.get(), |field| {
+        metrics.unknown_field(&format!("hits.{field}"))
+    })
+    .map_err(|e| StoreError::BadRequest(format!("hits[{index}]: not a valid hit: {e}")))?;
     hit.validate()
         .map_err(|e| StoreError::BadRequest(item_field(index, &e).to_string()))?;
     Ok(hit)
@@ -240,6 +250,8 @@ mod tests {
             in_force: None,
             levels: Vec::new(),
             edges: None,
+            wire: None,
+            unknown_fields: 0,
         };
         let one_answered = vec![(0, failed()), (1, Ok(ok))];
         let kept = failed_as_a_whole(one_answered).expect("answered hit by hit");

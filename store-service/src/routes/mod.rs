@@ -14,7 +14,7 @@ use crate::edges::LiveEdges;
 use crate::endpoint::Endpoint;
 use crate::errors::StoreError;
 use crate::spans;
-use ankusa_core::wire::BUDGET_HEADER;
+use ankusa_core::wire::{tolerant, BUDGET_HEADER};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -225,8 +225,12 @@ pub fn budget(shared: &Shared, req: &Request<Incoming>) -> Result<Duration, Stor
     }
 }
 
-/// Reads at most `limit` bytes and parses them as `T`, naming `what` in errors.
+/// Reads at most `limit` bytes and parses them as `T`, naming `what` in
+/// errors. A field `T` doesn't know is skipped and counted
+/// (`ankusa_store_wire_unknown_total{field}`), as the wire's compatibility
+/// rule says; a type that refuses unknown fields (the operators' API) still does.
 pub async fn read_json<T: DeserializeOwned>(
+    shared: &Shared,
     req: Request<Incoming>,
     limit: usize,
     what: &str,
@@ -250,7 +254,7 @@ pub async fn read_json<T: DeserializeOwned>(
             )))
         }
     };
-    serde_json::from_slice(&body)
+    tolerant::from_slice(&body, |field| shared.backend.metrics.unknown_field(&field))
         .map_err(|e| StoreError::BadRequest(format!("body is not a valid {what}: {e}")))
 }
 

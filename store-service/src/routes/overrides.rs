@@ -62,7 +62,8 @@ pub async fn one(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Store
     let backend = Arc::clone(&shared.backend);
     match *req.method() {
         Method::PUT => {
-            let body: OverrideRequest = read_json(req, super::MAX_BODY_BYTES, "override").await?;
+            let body: OverrideRequest =
+                read_json(shared, req, super::MAX_BODY_BYTES, "override").await?;
             let stored = within(shared, "overrides", budget, async move {
                 put(&backend, &tenant, body).await
             })

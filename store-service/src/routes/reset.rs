@@ -10,7 +10,8 @@ use std::time::Instant;
 
 pub async fn reset(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
-    let reset: ResetRequest = read_json(req, super::MAX_BODY_BYTES, "reset request").await?;
+    let reset: ResetRequest =
+        read_json(shared, req, super::MAX_BODY_BYTES, "reset request").await?;
     reset
         .validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;

@@ -3,6 +3,7 @@
 
 use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::errors::StoreError;
+use ankusa_core::wire::version::WIRE_VERSION;
 use ankusa_core::wire::{SettleAnswer, SettleRequest};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
@@ -10,13 +11,13 @@ use hyper::{Request, StatusCode};
 pub async fn settle(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
     let settle: SettleRequest =
-        read_json(req, super::MAX_SETTLE_BODY_BYTES, "settle request").await?;
+        read_json(shared, req, super::MAX_SETTLE_BODY_BYTES, "settle request").await?;
     settle
         .validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
     if settle.ops.is_empty() {
         count(shared, "settle", "ok");
-        return Ok(json(StatusCode::OK, &SettleAnswer { applied: 0 }));
+        return Ok(json(StatusCode::OK, &answer(0)));
     }
     shared.backend.conn()?;
     // Half the time left for Redis work may go on gathering, the rest on the flush.
@@ -28,5 +29,12 @@ pub async fn settle(shared: &Shared, req: Request<Incoming>) -> Result<Reply, St
     })
     .await?;
     count(shared, "settle", "ok");
-    Ok(json(StatusCode::OK, &SettleAnswer { applied }))
+    Ok(json(StatusCode::OK, &answer(applied)))
+}
+
+fn answer(applied: usize) -> SettleAnswer {
+    SettleAnswer {
+        applied,
+        wire: Some(WIRE_VERSION),
+    }
 }

@@ -113,7 +113,8 @@ fn cases() -> Vec<Case> {
             "/v1/hit",
             json!({"charges": [{"kind": "hooks", "tenant": "acme", "increment_us": 2000, "capacity_us": 200000}], "claim": null}),
             400,
-            "unknown field `capacity_us`",
+            // Its unknown fields are skipped (wire 2); the known one it lacks refuses it.
+            "missing field `units`",
         ),
         case(
             "empty tenant",
@@ -128,13 +129,6 @@ fn cases() -> Vec<Case> {
             hit_with(|b| b["claim"]["key"] = json!("")),
             400,
             "claim.key: must be 1 to 200 bytes, got 0",
-        ),
-        case(
-            "unknown field",
-            "/v1/hit",
-            hit_with(|b| b["extra"] = json!(1)),
-            400,
-            "unknown field `extra`",
         ),
         case(
             "nothing to do",
@@ -183,7 +177,7 @@ fn cases() -> Vec<Case> {
             "/v1/settle",
             json!({"ops": [{"op": "explode"}]}),
             400,
-            "unknown variant `explode`",
+            "unknown `op` \"explode\"; expected promote or release",
         ),
         case(
             "settle: bad node",

@@ -18,3 +18,4 @@ mod roles;
 mod shutdown;
 mod suite;
 mod traces;
+mod wire_compat;

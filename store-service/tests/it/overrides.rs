@@ -243,7 +243,10 @@ async fn an_override_expires_on_its_own(ctx: &Ctx<'_>) {
     assert!(ctx.listed().await.is_empty());
     // Gone from the hit as well: the configuration's quota applies again.
     let answer = ctx.hit("ov-exp", 5, 1, 5).await;
-    assert_eq!(answer, json!({"result": "ok", "levels": [5_000_000]}));
+    assert_eq!(
+        answer,
+        json!({"wire": 2, "result": "ok", "levels": [5_000_000]})
+    );
 }
 
 async fn a_hit_charges_the_override_and_carries_it(ctx: &Ctx<'_>) {

@@ -74,7 +74,7 @@ async fn run(db: Db) {
         promote(&first_body, "hook-a"),
     ])
     .await;
-    assert_eq!((status, answer), (200, json!({"applied": 2})));
+    assert_eq!((status, answer), (200, json!({"wire": 2, "applied": 2})));
     assert_eq!(db.get(&body_key), "c:hook-a");
     let ttl = db.pttl(&body_key);
     assert!(
@@ -86,7 +86,10 @@ async fn run(db: Db) {
     let (status, answer) = hit(replay.clone()).await;
     assert_eq!(
         (status, answer),
-        (200, json!({"result": "duplicate", "hook_id": "hook-a"}))
+        (
+            200,
+            json!({"wire": 2, "result": "duplicate", "hook_id": "hook-a"})
+        )
     );
     let (status, answer) = http
         .post(&service.at("/v1/hits"), &json!({"hits": [replay]}))
@@ -104,7 +107,7 @@ async fn run(db: Db) {
     let (refused, refused_event, refused_body) = guarded(t, "d-3", other, "hook-c");
     assert_eq!(hit(refused).await.1["result"], "ok");
     let (status, answer) = settle(vec![release(&refused_event), release(&refused_body)]).await;
-    assert_eq!((status, answer), (200, json!({"applied": 2})));
+    assert_eq!((status, answer), (200, json!({"wire": 2, "applied": 2})));
     let (again, ..) = guarded(t, "d-4", other, "hook-d");
     assert_eq!(hit(again).await.1["result"], "ok");
 
@@ -113,7 +116,7 @@ async fn run(db: Db) {
                        "replay": body_claim(t, BODY, "hook-e")});
     assert_eq!(
         hit(alone).await.1,
-        json!({"result": "duplicate", "hook_id": "hook-a"})
+        json!({"wire": 2, "result": "duplicate", "hook_id": "hook-a"})
     );
 
     // The store refuses a body claim outside its namespace or tenant.

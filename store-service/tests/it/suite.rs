@@ -89,7 +89,7 @@ async fn ok_writes_both_buckets_and_a_pending_claim(ctx: &Ctx<'_>) {
     // charged 200 and 300 units hold exactly that.
     assert_eq!(
         ctx.hit(&body).await,
-        json!({"result": "ok", "levels": [200_000_000u64, 300_000_000u64]})
+        json!({"wire": 2, "result": "ok", "levels": [200_000_000u64, 300_000_000u64]})
     );
     let after = ctx.db.now_us();
 
@@ -175,7 +175,7 @@ async fn a_taken_claim_spends_no_charge(ctx: &Ctx<'_>) {
     // Durable: duplicate, naming the hook that holds the key, for ttl_ms.
     assert_eq!(
         ctx.settle(vec![promote(&first, "hook-a")]).await,
-        json!({"applied": 1})
+        json!({"wire": 2, "applied": 1})
     );
     assert_eq!(ctx.db.get("ankusa:{taken}:claim:gh:d"), "c:hook-a");
     assert_ttl(
@@ -190,7 +190,10 @@ async fn a_taken_claim_spends_no_charge(ctx: &Ctx<'_>) {
             Some(claim(t, "d", "hook-c", 3_600_000, 30_000)),
         ))
         .await;
-    assert_eq!(answer, json!({"result": "duplicate", "hook_id": "hook-a"}));
+    assert_eq!(
+        answer,
+        json!({"wire": 2, "result": "duplicate", "hook_id": "hook-a"})
+    );
     assert_eq!(
         ctx.db.get("ankusa:{taken}:rl:hooks"),
         stored,
@@ -283,7 +286,7 @@ async fn release_by_a_non_holder_is_a_no_op(ctx: &Ctx<'_>) {
     let other = claim(t, "d", "hook-2", 60_000, 30_000);
     assert_eq!(
         ctx.settle(vec![release(&other)]).await,
-        json!({"applied": 1})
+        json!({"wire": 2, "applied": 1})
     );
     assert_eq!(
         ctx.db.get("ankusa:{rel}:claim:gh:d"),
@@ -337,7 +340,7 @@ async fn settles_load_their_script_only_when_redis_lost_it(ctx: &Ctx<'_>) {
     assert_eq!(
         ctx.settle(vec![promote(&holder, "up-9"), promote(&free, "up-2")])
             .await,
-        json!({"applied": 2})
+        json!({"wire": 2, "applied": 2})
     );
     assert_eq!(
         ctx.db.get(key),
@@ -379,7 +382,7 @@ async fn a_settle_moves_only_a_claim_its_hook_holds(ctx: &Ctx<'_>) {
     // Never claimed: a promote commits nothing.
     assert_eq!(
         ctx.settle(vec![promote(&holder, "hook-1")]).await,
-        json!({"applied": 1})
+        json!({"wire": 2, "applied": 1})
     );
     assert!(!ctx.db.exists(key), "a promote committed a free key");
 
@@ -451,7 +454,7 @@ async fn promote_after_pending_expiry_commits_nothing(ctx: &Ctx<'_>) {
     let free_before = skipped(ctx, "promote", "free").await;
     assert_eq!(
         ctx.settle(vec![promote(&c, "hook-1")]).await,
-        json!({"applied": 1})
+        json!({"wire": 2, "applied": 1})
     );
     assert!(!ctx.db.exists("ankusa:{late}:claim:gh:d"));
     assert_eq!(skipped(ctx, "promote", "free").await - free_before, 1.0);

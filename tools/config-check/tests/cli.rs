@@ -167,10 +167,37 @@ fn usage_errors_exit_two() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            stderr.contains("usage: ankusa-config check FILE"),
+            stderr.contains("usage: ankusa-config check [--release X.Y.Z] FILE"),
             "{args:?}: {stderr}"
         );
     }
     let out = run(&["check", "no/such/file.json"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read no/such/file.json"));
+}
+
+/// `--release`: the shipped configurations load on edges of every release
+/// this checker knows (v0.2.0 added no key); a release it doesn't know is a
+/// usage error naming the ones it does.
+#[test]
+fn shipped_configurations_load_on_every_known_release() {
+    for release in ankusa_core::config::since::RELEASES {
+        let out = run(&[
+            "check",
+            "--release",
+            release,
+            "envoy/edge.yaml",
+            "envoy/edge-remote.yaml",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "v{release}: {}", stdout(&out));
+        assert_eq!(stdout(&out).matches(": ok").count(), 2, "{}", stdout(&out));
+    }
+    let out = run(&["check", "--release", "0.0.9", "envoy/edge.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown release \"0.0.9\"; this checker knows 0.1.0, 0.2.0"),
+        "{err}"
+    );
+    let out = run(&["check", "--release", "0.1.0"]);
+    assert_eq!(out.status.code(), Some(2), "no file is a usage error");
 }

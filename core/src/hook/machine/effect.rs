@@ -34,6 +34,11 @@ pub enum Metric {
         live: u64,
         share_ppm: u64,
     },
+    /// The store's wire version changed, as its answers name it
+    /// (`ankusa_fleet_store_wire`; see [`crate::wire::version`]).
+    StoreWire(u64),
+    /// Fields of a store answer skipped as unknown (a newer store's).
+    WireUnknown(u64),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -59,6 +59,14 @@ impl Hook {
         self.record(env, call.permit, answer.as_ref().err(), now);
         let (answer, levels) = match answer {
             Ok(reply) => {
+                let mut wire = env.store_wire.get();
+                if wire.heard(reply.wire) {
+                    env.store_wire.set(wire);
+                    self.metric(Metric::StoreWire(u64::from(wire.version())));
+                }
+                if reply.unknown_fields > 0 {
+                    self.metric(Metric::WireUnknown(u64::from(reply.unknown_fields)));
+                }
                 if let Some(live) = env.edges.learn(env.store, reply.edges, now / 1_000) {
                     let share_ppm = edges::share_of(&env.config.fleet, live).ppm();
                     self.metric(Metric::Edges { live, share_ppm });

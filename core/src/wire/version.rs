@@ -1,0 +1,91 @@
+//! The wire's version and its compatibility rule (docs/deploy.md, "Upgrading").
+//!
+//! An edge and a store one release apart, in either direction, work
+//! together. What makes that hold:
+//!
+//! - **A reader skips a field it doesn't know, and counts it**
+//!   ([`super::tolerant`]): the store as `ankusa_store_wire_unknown_total{field}`,
+//!   the edge as `ankusa_fleet_wire_unknown_total`. An unknown field is never
+//!   a refusal, neither of its message nor of the batch it rides in.
+//! - **A field never changes meaning**: a new meaning gets a new name, or a
+//!   version bump both sides negotiate.
+//! - **A sender sends a field only to a peer that knows it.** Every store
+//!   answer names the store's wire version (`"wire"`); an answer without one
+//!   is from a store of wire 1 (v0.1.0), which refuses every field it doesn't
+//!   know. A field of a request introduced at version N goes only to a store
+//!   that said N or more ([`StoreWire::speaks`]); the edge's reader of the
+//!   store's version starts at [`FIRST`] and follows every answer.
+//! - **Refusals stay where they protect something**: the token and its role,
+//!   names and ids, bounds (`validate`), and the operators' API, where a
+//!   misspelled limit must not pass unnoticed.
+//!
+//! | wire | release | what it added |
+//! |---|---|---|
+//! | 1 | v0.1.0 | (no version named; every reader refuses unknown fields) |
+//! | 2 | v0.2.0 | `wire` in every store answer; unknown fields skipped and counted on both sides |
+
+/// The wire version this code speaks.
+pub const WIRE_VERSION: u32 = 2;
+
+/// The version of a store whose answers name none: v0.1.0's.
+pub const FIRST: u32 = 1;
+
+/// The store's wire version as an edge last heard it: [`FIRST`] until an
+/// answer names one, then whatever the latest answer said (a store rolled
+/// back to an older release is followed back down).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreWire {
+    /// 0 until the first answer.
+    heard: u32,
+}
+
+impl StoreWire {
+    /// Notes the version an answer named (None: a store of wire 1).
+    /// Returns whether it differs from what was heard before (the first
+    /// answer always does), so the edge reports it once per change.
+    pub fn heard(&mut self, named: Option<u32>) -> bool {
+        let now = named.unwrap_or(FIRST).max(FIRST);
+        let changed = now != self.heard;
+        self.heard = now;
+        changed
+    }
+
+    pub fn version(self) -> u32 {
+        self.heard.max(FIRST)
+    }
+
+    /// Whether a field introduced at wire `since` may be sent to this store.
+    pub fn speaks(self, since: u32) -> bool {
+        self.version() >= since
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_naming_no_version_is_wire_1_and_is_sent_only_wire_1_fields() {
+        let mut store = StoreWire::default();
+        assert_eq!(store.version(), 1);
+        assert!(store.speaks(1) && !store.speaks(2));
+        // The first answer is reported, whatever it names.
+        assert!(store.heard(None));
+        assert!(!store.heard(None));
+        assert!(!store.speaks(2));
+    }
+
+    #[test]
+    fn the_latest_answer_decides_up_and_down() {
+        let mut store = StoreWire::default();
+        assert!(store.heard(Some(2)));
+        assert!(store.speaks(2));
+        assert!(!store.heard(Some(2)));
+        // A store rolled back to v0.1.0 names none again.
+        assert!(store.heard(None));
+        assert!(!store.speaks(2));
+        // A nonsense 0 is read as the first version, never below it.
+        store.heard(Some(0));
+        assert_eq!(store.version(), 1);
+    }
+}
