@@ -219,7 +219,8 @@ pub struct SettleRequest {
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
 pub struct SettleAnswer {
-    /// Operations applied to Redis (all of them, on success).
+    /// Operations applied to Redis: all of them on success, but a promote
+    /// the store's receipt check left out (its batch still answered 200).
     pub applied: usize,
     /// The store's wire version; absent from a v0.1.0 store.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -34,6 +34,7 @@ fn the_alerts_fire_after_their_for_and_not_before_in_promtool_test_rules() {
         "AnkusaStoreDown",
         "AnkusaRedisDown",
         "AnkusaHigh409Rate",
+        "AnkusaUnprovenPromotes",
     ] {
         assert!(
             cases.contains(&format!(
