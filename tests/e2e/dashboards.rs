@@ -16,7 +16,7 @@ fn the_alert_rules_pass_promtool_check_rules() {
         None,
     );
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("SUCCESS: 7 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 8 rules found"), "{out}");
 }
 
 #[test]
