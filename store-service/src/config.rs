@@ -161,6 +161,15 @@ impl Config {
         self
     }
 
+    /// The receipt policy: the keys given in code and the key file's, and `--receipts`.
+    pub fn receipts(&self) -> Result<crate::receipts::Receipts, String> {
+        crate::receipts::Receipts::new(
+            &self.receipt_keys,
+            self.receipt_key_file.as_deref(),
+            self.receipts,
+        )
+    }
+
     /// The token file of `role`, if one was given.
     pub fn token_file_of(&self, role: Role) -> Option<&PathBuf> {
         match role {

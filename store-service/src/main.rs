@@ -55,7 +55,7 @@ fn main() {
         eprintln!("ankusa-store: {e}");
         std::process::exit(2);
     }
-    if let Err(e) = ankusa_store::receipts::Receipts::from_config(&config) {
+    if let Err(e) = config.receipts() {
         eprintln!("ankusa-store: {e}");
         std::process::exit(2);
     }

@@ -18,10 +18,9 @@
 //! Without a key receipts are off and every promote is applied, as before
 //! receipts existed; the store says so at start.
 
-use crate::config::Config;
 use crate::metrics::Metrics;
 use ankusa_core::wire::{receipt, SettleOp};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::task::JoinHandle;
@@ -113,18 +112,23 @@ impl Verdict {
 }
 
 impl Receipts {
-    /// The policy of `config`: its keys in code and its key file's. A mode
+    /// The policy of the keys given in code (`in_code`), those of the key
+    /// file (`file`, `--receipt-key-file`) and `--receipts` (`mode`). A mode
     /// without a key is refused (it would check nothing while saying it does).
-    pub fn from_config(config: &Config) -> Result<Receipts, String> {
-        let mut keys = config.receipt_keys.clone();
-        if let Some(path) = &config.receipt_key_file {
+    pub fn new(
+        in_code: &Keys,
+        file: Option<&Path>,
+        mode: Option<Mode>,
+    ) -> Result<Receipts, String> {
+        let mut keys = in_code.clone();
+        if let Some(path) = file {
             for key in Keys::from_file(path)?.0 {
                 if !keys.0.contains(&key) {
                     keys.0.push(key);
                 }
             }
         }
-        match (keys.is_empty(), config.receipts) {
+        match (keys.is_empty(), mode) {
             (true, None) => Ok(Receipts::Off),
             (true, Some(mode)) => Err(format!(
                 "--receipts {} needs a receipt key: give --receipt-key-file PATH \
@@ -200,22 +204,27 @@ pub fn screen(receipts: &SharedReceipts, metrics: &Metrics, ops: Vec<SettleOp>) 
         .collect()
 }
 
-/// Reads `--receipt-key-file` again on every SIGHUP, so a key can be added
+/// Reads the key file (`file`) again on every SIGHUP, beside the keys
+/// given in code and the mode the store started with, so a key can be added
 /// or removed without a restart (as the token files are). A file that can't
 /// be used is logged and the keys in force are kept.
-pub fn spawn_reload_on_sighup(config: Config, receipts: SharedReceipts) -> Option<JoinHandle<()>> {
-    let path = config.receipt_key_file.clone()?;
+pub fn spawn_reload_on_sighup(
+    in_code: Keys,
+    file: PathBuf,
+    mode: Option<Mode>,
+    receipts: SharedReceipts,
+) -> Option<JoinHandle<()>> {
     let mut hangup = signal(SignalKind::hangup())
         .map_err(|e| tracing::warn!("SIGHUP will not reload the receipt key file: {e}"))
         .ok()?;
     Some(tokio::spawn(async move {
         while hangup.recv().await.is_some() {
-            match Receipts::from_config(&config) {
+            match Receipts::new(&in_code, Some(&file), mode) {
                 Ok(fresh) => {
                     if let Receipts::On { keys, .. } = &fresh {
                         tracing::info!(
                             "SIGHUP: --receipt-key-file {} read again ({} key(s))",
-                            path.display(),
+                            file.display(),
                             keys.len()
                         );
                     }
@@ -279,17 +288,15 @@ mod tests {
 
     #[test]
     fn a_mode_needs_a_key_and_a_key_alone_means_required() {
-        let mut config = Config::for_redis("redis://127.0.0.1:6379/0");
-        assert_eq!(Receipts::from_config(&config), Ok(Receipts::Off));
-        config.receipts = Some(Mode::AcceptMissing);
-        let e = Receipts::from_config(&config).unwrap_err();
+        let none = Keys::default();
+        assert_eq!(Receipts::new(&none, None, None), Ok(Receipts::Off));
+        let e = Receipts::new(&none, None, Some(Mode::AcceptMissing)).unwrap_err();
         assert!(
             e.contains("--receipts accept-missing needs a receipt key"),
             "{e}"
         );
-        config.receipts = None;
-        config.receipt_keys = Keys::new(&[KEY]).unwrap();
-        assert_eq!(Receipts::from_config(&config), Ok(on(Mode::Required)));
+        let key = Keys::new(&[KEY]).unwrap();
+        assert_eq!(Receipts::new(&key, None, None), Ok(on(Mode::Required)));
     }
 
     #[test]

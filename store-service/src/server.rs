@@ -7,7 +7,7 @@ use crate::batcher;
 use crate::config::{Config, RedisTarget};
 use crate::edges::LiveEdges;
 use crate::metrics::Metrics;
-use crate::receipts::{self, Receipts};
+use crate::receipts;
 use crate::routes::{self, Shared};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -38,10 +38,17 @@ pub async fn run(
     auth.announce(listen);
     let auth = Arc::new(std::sync::RwLock::new(auth));
     let reload = auth::spawn_reload_on_sighup(config.clone(), Arc::clone(&auth));
-    let receipts = Receipts::from_config(&config)?;
+    let receipts = config.receipts()?;
     receipts.announce();
     let receipts = Arc::new(std::sync::RwLock::new(receipts));
-    let receipts_reload = receipts::spawn_reload_on_sighup(config.clone(), Arc::clone(&receipts));
+    let receipts_reload = config.receipt_key_file.clone().and_then(|file| {
+        receipts::spawn_reload_on_sighup(
+            config.receipt_keys.clone(),
+            file,
+            config.receipts,
+            Arc::clone(&receipts),
+        )
+    });
     let metrics = Arc::new(Metrics::new());
     let backend = Backend::new(target, metrics);
     let monitor = backend.spawn_monitor();

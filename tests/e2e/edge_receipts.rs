@@ -102,9 +102,10 @@ fn attack(store: &Store, field: &str, claim: &Value) -> Value {
     as_an_edge(store, "/v1/settle", &promote)["applied"].clone()
 }
 
-/// Delivers until the edge answers something other than 409 (the claim
-/// still pending); every answer before it was a 409. The answers, in order.
-fn deliver_until_admitted(edge: &Edge, path: &str, delivery: &str, body: &[u8]) -> Vec<Response> {
+/// Delivers until the edge answers something other than 409 (a claim still
+/// pending: the attacker's, or the first copy's until its promote lands);
+/// every answer before it was a 409. The answers, in order.
+fn deliver_while_pending(edge: &Edge, path: &str, delivery: &str, body: &[u8]) -> Vec<Response> {
     let deadline = Instant::now() + WITHIN;
     let mut answers = Vec::new();
     loop {
@@ -115,8 +116,28 @@ fn deliver_until_admitted(edge: &Edge, path: &str, delivery: &str, body: &[u8]) 
             return answers;
         }
         assert!(Instant::now() < deadline, "still 409:\n{}", edge.log_tail());
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The first answer to `delivery` that isn't a 409.
+fn settled_answer(edge: &Edge, path: &str, delivery: &str, body: &[u8]) -> Response {
+    let mut answers = deliver_while_pending(edge, path, delivery, body);
+    answers.pop().expect("an answer")
+}
+
+/// A 201 naming hook `id` a duplicate.
+fn assert_duplicate_of(answer: &Response, id: &str) {
+    assert_eq!(
+        (
+            answer.status,
+            &answer.json()["duplicate"],
+            &answer.json()["id"]
+        ),
+        (201, &json!(true), &json!(id)),
+        "{}",
+        answer.text()
+    );
 }
 
 /// What the intake stored under `event_key`: the hooks' ids.
@@ -139,7 +160,7 @@ fn assert_real_delivery_stored(
     delivery: &str,
     body: &[u8],
 ) {
-    let answers = deliver_until_admitted(edge, path, delivery, body);
+    let answers = deliver_while_pending(edge, path, delivery, body);
     let (last, before) = answers.split_last().expect("an answer");
     assert_eq!(
         (last.status, last.json().get("duplicate").cloned()),
@@ -169,22 +190,7 @@ fn assert_real_delivery_stored(
     );
     // Its own promote, with the intake's receipt, commits it: a redelivery
     // is now its duplicate.
-    let deadline = Instant::now() + WITHIN;
-    loop {
-        let again = deliver(edge, path, delivery, body);
-        if again.status == 201 {
-            assert_eq!(again.json()["duplicate"], true, "{}", again.text());
-            assert_eq!(again.json()["id"], id.as_str(), "{}", again.text());
-            break;
-        }
-        assert_eq!(again.status, 409, "{}", again.text());
-        assert!(
-            Instant::now() < deadline,
-            "never committed:\n{}",
-            edge.log_tail()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert_duplicate_of(&settled_answer(edge, path, delivery, body), &id);
     assert_eq!(stored_ids(intake, delivery), [id], "stored once");
 }
 
@@ -240,29 +246,8 @@ fn a_delivery_is_committed_with_its_receipt_and_the_sender_never_sees_one() {
     let id = first.json()["id"].as_str().unwrap_or_default().to_string();
     // The provider redelivers to the other edge: a duplicate of the first
     // once its promote, proven, is applied (a 409 until then).
-    let deadline = Instant::now() + WITHIN;
-    let again = loop {
-        let again = deliver(&b, "/webhooks/gh", "d-1", b"{}");
-        if again.status != 409 {
-            break again;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never committed:\n{}",
-            a.log_tail()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(
-        (
-            again.status,
-            &again.json()["duplicate"],
-            &again.json()["id"]
-        ),
-        (201, &json!(true), &json!(id)),
-        "{}",
-        again.text()
-    );
+    let again = settled_answer(&b, "/webhooks/gh", "d-1", b"{}");
+    assert_duplicate_of(&again, &id);
     assert_eq!(again.header("x-ankusa-receipt"), None);
     assert_eq!(stored_ids(&intake, "d-1"), [id]);
     assert_eq!(receipts(&store, "valid", true), 1.0);
@@ -279,21 +264,8 @@ fn an_edge_whose_store_has_no_receipt_key_works_as_before() {
     let edge = edge("edge-keyless", &intake, &store);
     let first = deliver(&edge, "/webhooks/gh", "d-1", b"{}");
     assert_eq!(first.status, 201, "{}", first.text());
-    let deadline = Instant::now() + WITHIN;
-    let again = loop {
-        let again = deliver(&edge, "/webhooks/gh", "d-1", b"{}");
-        if again.status != 409 {
-            break again;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never committed:\n{}",
-            edge.log_tail()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(again.json()["duplicate"], true, "{}", again.text());
-    assert_eq!(again.json()["id"], first.json()["id"]);
+    let id = first.json()["id"].as_str().unwrap_or_default().to_string();
+    assert_duplicate_of(&settled_answer(&edge, "/webhooks/gh", "d-1", b"{}"), &id);
     for (result, applied) in [("valid", true), ("missing", false), ("missing", true)] {
         assert_eq!(receipts(&store, result, applied), 0.0, "nothing checked");
     }
