@@ -189,7 +189,7 @@ EOF
 
 say "no secret in a container's or image's configuration, an image layer, a config dump or a log"
 mapfile -t values < <(cat "$secrets"/* | grep -v '^$')
-[[ ${#values[@]} -eq 4 ]] || fail "expected 4 secret values in $secrets, found ${#values[@]}"
+[[ ${#values[@]} -eq 5 ]] || fail "expected 5 secret values in $secrets, found ${#values[@]}"
 containers=$("${compose[@]}" ps -q)
 docker inspect $containers >"$work/inspect.json"
 images=()
@@ -211,7 +211,7 @@ for image in "${images[@]}"; do
   layers=$(docker save "$image" | grep -a -c -F -f <(printf '%s\n' "${values[@]}") || true)
   [[ $layers == 0 ]] || fail "a secret's value is in a layer of $image"
 done
-echo "  ok    none of the 4 secrets in docker inspect, $((${#images[@]})) images' layers, 2 config dumps, the logs"
+echo "  ok    none of the 5 secrets in docker inspect, $((${#images[@]})) images' layers, 2 config dumps, the logs"
 
 say "down -v"
 "${compose[@]}" down -v --remove-orphans 2>&1 | sed 's/^/  /'

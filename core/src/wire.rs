@@ -13,6 +13,7 @@ pub mod batch;
 mod check;
 pub mod paths;
 mod read;
+pub mod receipt;
 pub mod tolerant;
 pub mod version;
 
@@ -170,7 +171,16 @@ pub struct HitReply {
 #[serde(tag = "op", rename_all = "snake_case", try_from = "read::SettleOpRead")]
 pub enum SettleOp {
     /// The hook is durable: commit the key under `hook_id` for `claim.ttl_ms`.
-    Promote { claim: Claim, hook_id: String },
+    Promote {
+        claim: Claim,
+        hook_id: String,
+        /// The upstream's proof that it stored hook `hook_id` of
+        /// `claim.tenant` ([`receipt`]), which a store holding a receipt key
+        /// asks before it commits. A field of wire 2: sent only to a store
+        /// that speaks it ([`SettleOp::for_store`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        receipt: Option<String>,
+    },
     /// Nothing was stored: delete the key if `claim.hook_id` still holds it.
     Release { claim: Claim },
 }
@@ -179,6 +189,25 @@ impl SettleOp {
     pub fn claim(&self) -> &Claim {
         match self {
             SettleOp::Promote { claim, .. } | SettleOp::Release { claim } => claim,
+        }
+    }
+
+    /// This operation as a store of wire `store` may be sent it: a promote's
+    /// receipt goes only to a store that speaks wire [`receipt::SINCE`] (a
+    /// v0.1.0 store refuses the field, and with it the whole batch). The
+    /// operation itself is always sent.
+    pub fn for_store(&self, store: version::StoreWire) -> SettleOp {
+        match self {
+            SettleOp::Promote {
+                claim,
+                hook_id,
+                receipt: Some(_),
+            } if !store.speaks(receipt::SINCE) => SettleOp::Promote {
+                claim: claim.clone(),
+                hook_id: hook_id.clone(),
+                receipt: None,
+            },
+            op => op.clone(),
         }
     }
 }
@@ -190,7 +219,8 @@ pub struct SettleRequest {
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
 pub struct SettleAnswer {
-    /// Operations applied to Redis (all of them, on success).
+    /// Operations applied to Redis: all of them on success, but a promote
+    /// the store's receipt check left out (its batch still answered 200).
     pub applied: usize,
     /// The store's wire version; absent from a v0.1.0 store.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -71,9 +71,9 @@ fn one_hook(worker: &Worker, store: &MapStore, i: u64) -> usize {
     n += perform(hook.on_body(&env, BODY.len() as u64, true, || BODY.to_vec(), || now));
     if hook.reads_upstream() {
         let step = if hook.holds_claim() {
-            hook.on_upstream_headers(Some("201"), None)
+            hook.on_upstream_headers(Some("201"), None, None)
         } else {
-            hook.on_upstream_headers(None, None)
+            hook.on_upstream_headers(None, None, None)
         };
         n += perform(step);
     }

@@ -16,12 +16,19 @@ use ankusa_core::hook::batch::{split, with_settle};
 use ankusa_core::hook::plan::parse_reply;
 use ankusa_core::hook::settle::{request_body, Queued};
 use ankusa_core::wire::batch::{HitResult, HitsAnswer};
+use ankusa_core::wire::receipt;
+use ankusa_core::wire::version::StoreWire;
 use ankusa_core::wire::version::{FIRST, WIRE_VERSION};
 use ankusa_core::wire::{
     Charge, ChargeKind, Claim, ErrorBody, HitAnswer, HitReply, HitRequest, Override, SettleAnswer,
     SettleOp, HITS_PATH, HIT_PATH,
 };
 use std::path::{Path, PathBuf};
+
+/// The receipt key of the corpus's samples: a store checking receipts
+/// against it (store-service/tests/it/wire_compat.rs) applies every
+/// release's promote.
+pub const CORPUS_RECEIPT_KEY: &[u8] = b"ankusa-wire-corpus-receipt-key-0123456789";
 
 fn corpus_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wire-corpus")
@@ -125,6 +132,15 @@ fn settle_ops() -> Vec<Queued> {
             "01a22a58-b525-7a36-ac16-fe50dd6137bd",
         ),
         hook_id: "01a22a58-b525-7a36-ac16-fe50dd6137bd".into(),
+        // Since wire 2: the intake's receipt for the hook (a v0.1.0 store,
+        // wire 1, is sent the promote without it).
+        receipt: (WIRE_VERSION >= receipt::SINCE).then(|| {
+            receipt::receipt(
+                CORPUS_RECEIPT_KEY,
+                "acme",
+                "01a22a58-b525-7a36-ac16-fe50dd6137bd",
+            )
+        }),
     };
     let release = SettleOp::Release {
         claim: claim(
@@ -173,7 +189,13 @@ fn current_samples() -> Vec<(&'static str, Vec<u8>)> {
         body.extend_from_slice(b"]}");
         body
     };
-    let (_, riding) = with_settle(HITS_PATH, hits_body.clone(), &settle_ops());
+    // Written for a store of this release's wire.
+    let store = || {
+        let mut wire = StoreWire::default();
+        wire.heard(wire_of_answers());
+        wire
+    };
+    let (_, riding) = with_settle(HITS_PATH, hits_body.clone(), &settle_ops(), store);
     let reply = |answer: HitAnswer, in_force: Option<Override>, levels: Vec<u64>| HitReply {
         answer,
         in_force,
@@ -214,7 +236,7 @@ fn current_samples() -> Vec<(&'static str, Vec<u8>)> {
         ),
         ("edge-hits.json", hits_body),
         ("edge-hits-with-settle.json", riding),
-        ("edge-settle.json", request_body(&settle_ops())),
+        ("edge-settle.json", request_body(&settle_ops(), store())),
         (
             "store-hit-ok.json",
             json(&reply(

@@ -58,6 +58,8 @@ fn what_the_wires_json_costs_per_hook() {
     let promote = SettleOp::Promote {
         hook_id: claim.hook_id.clone(),
         claim,
+        // An HMAC-SHA256 in hex, as the intake sends it.
+        receipt: Some("39e292d3768189161203b8976590e7dbe34c66613080c8eed8064b7b911042e8".into()),
     };
     let batch = br#"{"results":[{"result":"ok","levels":[999999000000,4194265000000],"edges":1}],"settled":1}"#;
     let single = br#"{"result":"ok","levels":[999999000000,4194265000000],"edges":1}"#;

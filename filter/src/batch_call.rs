@@ -15,6 +15,7 @@ use ankusa_core::hook::machine::{self, Flow, Step};
 use ankusa_core::hook::settle::Queued;
 use ankusa_core::node::cas::read_u64;
 use ankusa_core::node::edge_keys::DEPTH_KEY;
+use ankusa_core::wire::version::StoreWire;
 use proxy_wasm::hostcalls;
 use std::rc::Rc;
 
@@ -30,6 +31,9 @@ pub trait Root {
     fn riding_settles(&self) -> Vec<Queued>;
     /// The riding settles' fate: counted, and on failure held again or dropped.
     fn settled(&self, settles: Vec<Queued>, ok: bool);
+    /// The store's wire version as the node last heard it: what riding
+    /// settles may carry.
+    fn store_wire(&self) -> StoreWire;
     /// The answer of the call being answered: `:status` and body.
     fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>);
     /// Hook `id`'s context made the effective one, and its host (None: gone).
@@ -56,7 +60,7 @@ fn flush<R: Root>(root: &R) {
             break;
         };
         let settles = root.riding_settles();
-        let (path, body) = with_settle(call.path, call.body, &settles);
+        let (path, body) = with_settle(call.path, call.body, &settles, || root.store_wire());
         match root.send(path, &body, call.timeout_ms) {
             Some(token) => batch::with(|s| {
                 s.calls.insert(token, (path, call.members, settles));
@@ -163,6 +167,10 @@ impl Root for ProxyRoot {
 
     fn settled(&self, settles: Vec<Queued>, ok: bool) {
         crate::drain::settled(&self.0, settles, ok);
+    }
+
+    fn store_wire(&self) -> StoreWire {
+        StoreWire::of_node(&SHARED)
     }
 
     fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>) {

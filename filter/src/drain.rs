@@ -10,6 +10,7 @@ use crate::shared::now_us;
 use ankusa_core::hook::settle::{after_failure, answered_ok, drain_due, request_body, Queued};
 use ankusa_core::node::cas::read_u64;
 use ankusa_core::node::edge_keys::DEPTH_KEY;
+use ankusa_core::wire::version::StoreWire;
 use ankusa_core::wire::SETTLE_PATH;
 use std::collections::HashMap;
 
@@ -60,7 +61,9 @@ impl Drainer {
         let depth = read_u64(&SHARED, DEPTH_KEY).0;
         self.queued = depth > 0;
         rt.metrics.settle_depth(depth);
-        let body = request_body(&batch);
+        // Written for the store as the node hears it now, not as it was
+        // when each operation was queued (a receipt only to wire 2).
+        let body = request_body(&batch, StoreWire::of_node(&SHARED));
         match call(rt, SETTLE_PATH, &body) {
             Some(token) => {
                 self.inflight.insert(token, Background::Settle(batch));

@@ -18,6 +18,7 @@ use ankusa_core::hook::reply::LocalReply;
 use ankusa_core::hook::settle::Queued;
 use ankusa_core::hook::worker::Worker;
 use ankusa_core::node::cas::CasStore;
+use ankusa_core::wire::version::StoreWire;
 use ankusa_core::wire::HIT_PATH;
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{BufferType, MapType};
@@ -40,6 +41,8 @@ pub trait Host {
     fn set_request_header(&self, name: &str, value: Option<&str>);
     /// Sets a header on the upstream's response.
     fn set_response_header(&self, name: &str, value: &str);
+    /// Removes a header from the upstream's response.
+    fn remove_response_header(&self, name: &str);
     fn request_body(&self, size: usize) -> Vec<u8>;
     /// One of the upstream's response headers (None: absent or not UTF-8).
     fn response_header(&self, name: &str) -> Option<String>;
@@ -94,6 +97,7 @@ pub fn perform_riding<H: Host>(
         match effect {
             Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
             Effect::ResponseHeader(name, value) => host.set_response_header(name, &value),
+            Effect::RemoveResponseHeader(name) => host.remove_response_header(name),
             Effect::Reply(reply) => host.reply(&reply),
             Effect::Decision(decision) => host.publish(&decision.render()),
             Effect::Settle(item) => host.settle(item),
@@ -102,7 +106,9 @@ pub fn perform_riding<H: Host>(
         }
     }
     if let Some(hit) = step.hit {
-        let (path, body) = with_settle(HIT_PATH, hit.body, riding);
+        let (path, body) = with_settle(HIT_PATH, hit.body, riding, || {
+            StoreWire::of_node(host.store())
+        });
         if !host.dispatch(path, &body, hit.timeout_ms) {
             let next = machine.on_dispatch_failed(&host.env(), host.now_us());
             return perform(host, machine, next);
@@ -154,6 +160,10 @@ impl Host for ProxyHost {
 
     fn set_response_header(&self, name: &str, value: &str) {
         let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, name, Some(value));
+    }
+
+    fn remove_response_header(&self, name: &str) {
+        let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, name, None);
     }
 
     fn request_body(&self, size: usize) -> Vec<u8> {

@@ -8,6 +8,7 @@ use ankusa_core::hook::batch::{own_answer, Submitted};
 use ankusa_core::hook::machine::HOOK_ID;
 use ankusa_core::hook::machine::{self, Effect, Flow, Step};
 use ankusa_core::hook::settle::Queued;
+use ankusa_core::wire::receipt;
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;
 
@@ -237,17 +238,20 @@ impl<H: Host> HttpContext for HookContext<H> {
             self.batching.reclaim(&mut self.machine);
             if self.machine.reads_upstream() {
                 // Only a claim's settle reads the upstream's answer.
-                let (status, upstream_id) = if self.machine.holds_claim() {
+                let (status, upstream_id, receipt) = if self.machine.holds_claim() {
                     (
                         host.response_header(":status"),
                         host.response_header(HOOK_ID),
+                        host.response_header(receipt::HEADER),
                     )
                 } else {
-                    (None, None)
+                    (None, None, None)
                 };
-                let step = self
-                    .machine
-                    .on_upstream_headers(status.as_deref(), upstream_id.as_deref());
+                let step = self.machine.on_upstream_headers(
+                    status.as_deref(),
+                    upstream_id.as_deref(),
+                    receipt.as_deref(),
+                );
                 perform(host, &mut self.machine, step);
             }
         }

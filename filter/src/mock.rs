@@ -13,6 +13,7 @@ use ankusa_core::hook::reply::LocalReply;
 use ankusa_core::hook::settle::Queued;
 use ankusa_core::hook::worker::Worker;
 use ankusa_core::node::cas::MapStore;
+use ankusa_core::wire::version::StoreWire;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -40,6 +41,8 @@ pub struct MockHost {
     pub set_headers: RefCell<Vec<(String, Option<String>)>>,
     /// Headers set on the upstream's response.
     pub response_set: RefCell<Vec<(String, String)>>,
+    /// Headers removed from the upstream's response.
+    pub response_removed: RefCell<Vec<String>>,
     pub replies: RefCell<Vec<LocalReply>>,
     pub calls: RefCell<Vec<StoreCall>>,
     pub settles: RefCell<Vec<Queued>>,
@@ -74,6 +77,7 @@ impl MockHost {
             refuse_dispatch: Cell::new(false),
             set_headers: RefCell::default(),
             response_set: RefCell::default(),
+            response_removed: RefCell::default(),
             replies: RefCell::default(),
             calls: RefCell::default(),
             settles: RefCell::default(),
@@ -161,6 +165,10 @@ impl Host for Rc<MockHost> {
         self.response_set
             .borrow_mut()
             .push((name.to_string(), value.to_string()));
+    }
+
+    fn remove_response_header(&self, name: &str) {
+        self.response_removed.borrow_mut().push(name.to_string());
     }
 
     fn request_body(&self, size: usize) -> Vec<u8> {
@@ -261,6 +269,10 @@ impl Root for Rc<MockHost> {
 
     fn settled(&self, settles: Vec<Queued>, ok: bool) {
         self.rode.borrow_mut().push((settles, ok));
+    }
+
+    fn store_wire(&self) -> StoreWire {
+        StoreWire::of_node(&self.store)
     }
 
     fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>) {

@@ -343,7 +343,7 @@ pub fn op_cmd(backend: &Backend, op: &SettleOp) -> redis::Cmd {
         .arg(keys::claim(op.claim()))
         .arg(keys::pending_prefix(&op.claim().hook_id));
     match op {
-        SettleOp::Promote { hook_id, claim } => {
+        SettleOp::Promote { hook_id, claim, .. } => {
             cmd.arg("promote")
                 .arg(keys::committed_value(hook_id))
                 .arg(claim.ttl_ms);

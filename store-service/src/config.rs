@@ -63,6 +63,21 @@ pub struct Config {
     /// did everything). Use --edge-token-file and --operator-token-file.
     #[arg(long, env = "ANKUSA_STORE_TOKEN_FILE", value_name = "PATH")]
     pub token_file: Option<PathBuf>,
+    /// A file holding the key the upstream signs its receipts with (the first
+    /// line that isn't blank or a `#` comment; further lines are also
+    /// accepted, for a rotation): a promote commits a claim only with the
+    /// upstream's proof that it stored the hook. Without it, promotes are
+    /// committed unproven. Read again on SIGHUP. There is no flag carrying a
+    /// key itself.
+    #[arg(long, env = "ANKUSA_STORE_RECEIPT_KEY_FILE", value_name = "PATH")]
+    pub receipt_key_file: Option<PathBuf>,
+    /// What a promote without a receipt does when a key is given: `required`
+    /// (the default: not applied, the claim expires pending and the sender's
+    /// retry is admitted) or `accept-missing` (applied: while edges of v0.1.0,
+    /// which send none, still run). A promote with an invalid receipt is
+    /// never applied.
+    #[arg(long, env = "ANKUSA_STORE_RECEIPTS", value_enum, value_name = "MODE")]
+    pub receipts: Option<crate::receipts::Mode>,
     /// Accept `/v1/*` calls with no token: only when something in front of the
     /// store (mTLS) authenticates its callers.
     #[arg(long, env = "ANKUSA_STORE_INSECURE_NO_AUTH")]
@@ -94,6 +109,9 @@ pub struct Config {
     /// ANKUSA_STORE_EDGE_TOKENS and ANKUSA_STORE_OPERATOR_TOKENS.
     #[arg(skip)]
     pub tokens: RoleTokens,
+    /// Receipt keys given in code (tests, embedders), beside the key file's.
+    #[arg(skip)]
+    pub receipt_keys: crate::receipts::Keys,
 }
 
 impl Config {
@@ -112,6 +130,9 @@ impl Config {
             operator_token_file: None,
             token_file: None,
             insecure_no_auth: true,
+            receipt_key_file: None,
+            receipts: None,
+            receipt_keys: Default::default(),
             threads: 0,
             edges_ttl_ms: 5_000,
             edges_refresh_ms: 1_000,
@@ -126,6 +147,27 @@ impl Config {
         self.insecure_no_auth = false;
         self.tokens = tokens;
         self
+    }
+
+    /// The same server checking every promote's receipt against `keys`
+    /// (`mode`: None, the default for a key, `required`).
+    pub fn with_receipts(
+        mut self,
+        keys: crate::receipts::Keys,
+        mode: Option<crate::receipts::Mode>,
+    ) -> Config {
+        self.receipt_keys = keys;
+        self.receipts = mode;
+        self
+    }
+
+    /// The receipt policy: the keys given in code and the key file's, and `--receipts`.
+    pub fn receipts(&self) -> Result<crate::receipts::Receipts, String> {
+        crate::receipts::Receipts::new(
+            &self.receipt_keys,
+            self.receipt_key_file.as_deref(),
+            self.receipts,
+        )
     }
 
     /// The token file of `role`, if one was given.

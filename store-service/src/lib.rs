@@ -1,6 +1,7 @@
 //! The Ankusa fleet store: the shared state of a fleet of edges, in front of Redis.
 //!
 //! - [`auth`]: the start-up policy and the check of a caller's token.
+//! - [`receipts`]: the check of each promote's receipt, the upstream's proof it stored the hook.
 //! - [`tokens`]: the accepted bearer tokens by role (edge, operator), from files and the environment.
 //! - [`config`]: flags, environment fallbacks, and the Redis target (single or Cluster).
 //! - [`server`]: the listener (HTTP/1.1 and h2c) and the graceful stop; tests call [`server::run`].
@@ -25,6 +26,7 @@ pub mod errors;
 pub mod keys;
 pub mod metrics;
 pub mod override_log;
+pub mod receipts;
 pub mod routes;
 pub mod scripts;
 pub mod server;

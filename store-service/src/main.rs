@@ -49,9 +49,13 @@ fn main() {
             std::process::exit(1);
         }
     };
-    // The Redis URL and the token policy are checked before binding, so a
+    // The Redis URL, the receipt keys and the token policy are checked before binding, so a
     // refused start never listened, not even for a moment.
     if let Err(e) = ankusa_store::config::RedisTarget::parse(&config.redis_url) {
+        eprintln!("ankusa-store: {e}");
+        std::process::exit(2);
+    }
+    if let Err(e) = config.receipts() {
         eprintln!("ankusa-store: {e}");
         std::process::exit(2);
     }

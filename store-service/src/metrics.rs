@@ -43,6 +43,10 @@ pub struct Metrics {
     /// `ankusa_store_cluster_redirects_unfinished_total`: hits still redirected
     /// when their rounds or their caller's budget ran out (answered `redis_unavailable`).
     pub redirects_unfinished: IntCounter,
+    /// `ankusa_store_receipts_total{result,applied}`: promotes whose receipt
+    /// was checked, by `result` (`valid`, `missing`, `invalid`) and whether
+    /// the check let it through to Redis (`applied`; see `crate::receipts`).
+    receipts: IntCounterVec,
     /// `ankusa_store_wire_unknown_total{field}`: fields of edge messages the
     /// store skipped as unknown (a newer edge's; see `ankusa_core::wire::version`).
     wire_unknown: IntCounterVec,
@@ -175,8 +179,28 @@ impl Metrics {
             &["field"],
         )
         .expect("static metric definition");
+        let receipts = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_receipts_total",
+                "Promotes whose upstream receipt was checked, by result (valid, missing, invalid) \
+                 and whether the check let them through to Redis (applied).",
+            ),
+            &["result", "applied"],
+        )
+        .expect("static metric definition");
+        // Every outcome there is, at 0 from the start: an alert on a rate
+        // sees the series before its first increment.
+        for (result, applied) in [
+            ("valid", "true"),
+            ("missing", "true"),
+            ("missing", "false"),
+            ("invalid", "false"),
+        ] {
+            receipts.with_label_values(&[result, applied]);
+        }
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(receipts.clone()),
             Box::new(wire_unknown.clone()),
             Box::new(redis_seconds.clone()),
             Box::new(settle_batch_ops.clone()),
@@ -214,9 +238,16 @@ impl Metrics {
             live_edges,
             redirects,
             redirects_unfinished,
+            receipts,
             wire_unknown,
             unknown_labels: Default::default(),
         }
+    }
+
+    /// One promote's receipt checked: `result` and whether it is applied.
+    pub fn receipt(&self, result: &str, applied: bool) {
+        let applied = if applied { "true" } else { "false" };
+        self.receipts.with_label_values(&[result, applied]).inc();
     }
 
     /// One field skipped as unknown, by its label (see

@@ -7,6 +7,7 @@ use crate::batcher;
 use crate::config::{Config, RedisTarget};
 use crate::edges::LiveEdges;
 use crate::metrics::Metrics;
+use crate::receipts;
 use crate::routes::{self, Shared};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -37,6 +38,17 @@ pub async fn run(
     auth.announce(listen);
     let auth = Arc::new(std::sync::RwLock::new(auth));
     let reload = auth::spawn_reload_on_sighup(config.clone(), Arc::clone(&auth));
+    let receipts = config.receipts()?;
+    receipts.announce();
+    let receipts = Arc::new(std::sync::RwLock::new(receipts));
+    let receipts_reload = config.receipt_key_file.clone().and_then(|file| {
+        receipts::spawn_reload_on_sighup(
+            config.receipt_keys.clone(),
+            file,
+            config.receipts,
+            Arc::clone(&receipts),
+        )
+    });
     let metrics = Arc::new(Metrics::new());
     let backend = Backend::new(target, metrics);
     let monitor = backend.spawn_monitor();
@@ -62,6 +74,7 @@ pub async fn run(
         settler,
         max_budget: config.max_budget(),
         auth,
+        receipts,
     });
     let graceful = GracefulShutdown::new();
     let header_timeout = config.header_read_timeout();
@@ -136,7 +149,7 @@ pub async fn run(
     }
     monitor.abort();
     edges_task.abort();
-    if let Some(reload) = reload {
+    for reload in [reload, receipts_reload].into_iter().flatten() {
         reload.abort();
     }
     Ok(())

@@ -1,7 +1,10 @@
 //! The sample intake (`intake` from ankusa-tools) on a free port: the upstream
-//! every edge in a test forwards admitted hooks to.
+//! every edge in a test forwards admitted hooks to. It signs receipts with the
+//! run's receipt key ([`crate::token::receipt_key_file`]), as the stores of
+//! [`crate::store`] check them.
 
 use crate::process::{scratch_dir, spawn_listening, Proc};
+use crate::token::{receipt_key_file, INTAKE_RECEIPT_KEY_ENV, INTAKE_RECEIPT_KEY_FLAG};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -53,6 +56,8 @@ impl Intake {
         let mut cmd = Command::new(crate::paths::workspace_bin("intake"));
         cmd.args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--data-dir", &dir.join("data").display().to_string()])
+            .args([INTAKE_RECEIPT_KEY_FLAG, receipt_key_file()])
+            .env_remove(INTAKE_RECEIPT_KEY_ENV)
             .args(extra_args);
         Proc::spawn("intake", cmd, &dir.join(format!("intake-{port}.log")))
     }

@@ -3,8 +3,8 @@
 use crate::paths::workspace_bin;
 use crate::process::{scratch_dir, spawn_listening, Proc};
 use crate::token::{
-    operator_token, run_token, EDGE_TOKENS_ENV, OLD_STORE_TOKENS_ENV, OPERATOR_TOKENS_ENV,
-    STORE_TOKEN_VARS,
+    operator_token, receipt_key_file, run_token, EDGE_TOKENS_ENV, OLD_STORE_TOKENS_ENV,
+    OPERATOR_TOKENS_ENV, RECEIPTS_ENV, RECEIPT_KEY_FILE_ENV, STORE_TOKEN_VARS,
 };
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -26,11 +26,14 @@ pub struct Store {
     pub port: u16,
 }
 
-/// The run's edge and operator tokens, as the store's environment names them.
-fn run_tokens() -> [(&'static str, &'static str); 2] {
+/// The run's edge and operator tokens and its receipt key file, as the
+/// store's environment names them: every store a test starts this way
+/// checks receipts (`required`), as the intakes of [`crate::intake`] send them.
+fn run_tokens() -> [(&'static str, &'static str); 3] {
     [
         (EDGE_TOKENS_ENV, run_token()),
         (OPERATOR_TOKENS_ENV, operator_token()),
+        (RECEIPT_KEY_FILE_ENV, receipt_key_file()),
     ]
 }
 
@@ -39,9 +42,25 @@ impl Store {
     /// taken before the store binds it); returns once `/healthz` answers
     /// (Redis need not be up: `/readyz` says whether it is).
     pub fn start(redis_url: &str) -> Store {
+        Self::start_with_args(redis_url, &[])
+    }
+
+    /// [`Store::start`] with `extra_args` (e.g. `["--receipts", "accept-missing"]`).
+    pub fn start_with_args(redis_url: &str, extra_args: &[&str]) -> Store {
         let env = run_tokens();
         let (proc, port) = spawn_listening(
-            |port| Self::spawn_proc(port, redis_url, &[], &env),
+            |port| Self::spawn_proc(port, redis_url, extra_args, &env),
+            Duration::from_secs(10),
+        );
+        Self::healthy(proc, port)
+    }
+
+    /// [`Store::start`] with no receipt key: promotes are committed unproven,
+    /// as before receipts (for an upstream that sends none).
+    pub fn start_without_receipts(redis_url: &str) -> Store {
+        let env = &run_tokens()[..2];
+        let (proc, port) = spawn_listening(
+            |port| Self::spawn_proc(port, redis_url, &[], env),
             Duration::from_secs(10),
         );
         Self::healthy(proc, port)
@@ -101,7 +120,11 @@ impl Store {
         cmd.args(["--listen", &listen, "--redis-url", redis_url])
             .args(extra_args)
             .env_remove(OLD_STORE_TOKENS_ENV);
-        for var in STORE_TOKEN_VARS.iter().chain(&TELEMETRY_VARS) {
+        for var in STORE_TOKEN_VARS
+            .iter()
+            .chain(&TELEMETRY_VARS)
+            .chain(&[RECEIPT_KEY_FILE_ENV, RECEIPTS_ENV])
+        {
             cmd.env_remove(var);
         }
         cmd.envs(env.iter().copied());

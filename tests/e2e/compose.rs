@@ -423,8 +423,9 @@ fn published(block: &[String]) -> Vec<Published> {
 
 /// The store publishes nothing, the Envoy admin and the intake's listing
 /// only on the host's loopback; the tokens come from Compose secrets (the
-/// edges get the edge token only, the operator token stays in the store)
-/// and no token literal sits in the file.
+/// edges get the edge token only, the operator token stays in the store,
+/// the receipt key goes to the store and the intake alone) and no token
+/// literal sits in the file.
 #[test]
 fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token() {
     let raw = std::fs::read_to_string(workspace_root().join("docker-compose.yml"))
@@ -444,7 +445,7 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                 .unwrap_or(rest.len());
             let (name, rest) = rest.split_at(end);
-            if !name.contains("TOKEN") {
+            if !name.contains("TOKEN") && !name.contains("KEY") {
                 continue;
             }
             if let Some(value) = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':')) {
@@ -474,6 +475,7 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
     for line in [
         "ANKUSA_STORE_EDGE_TOKEN_FILE: /run/secrets/store_edge_token",
         "ANKUSA_STORE_OPERATOR_TOKEN_FILE: /run/secrets/store_operator_token",
+        "ANKUSA_STORE_RECEIPT_KEY_FILE: /run/secrets/receipt_key",
     ] {
         assert!(
             store.iter().any(|l| l.trim() == line),
@@ -496,17 +498,23 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
                 .any(|l| l.trim() == "- source: store_edge_token"),
             "{name} gets the store's edge token secret"
         );
-        assert!(
-            !blocks[name]
-                .iter()
-                .any(|l| l.contains("store_operator_token")),
-            "{name} gets the operator token:\n{}",
-            blocks[name].join("\n")
-        );
+        for secret in ["store_operator_token", "receipt_key"] {
+            assert!(
+                !blocks[name].iter().any(|l| l.contains(secret)),
+                "{name} gets {secret}:\n{}",
+                blocks[name].join("\n")
+            );
+        }
     }
     for p in published(&blocks["intake"]) {
         assert_eq!(p.host_ip.as_deref(), Some("127.0.0.1"), "intake: {p:?}");
     }
+    // The intake signs receipts with the key the store checks them with.
+    let intake = blocks["intake"].join("\n");
+    assert!(
+        intake.contains("- source: receipt_key") && intake.contains("/run/secrets/receipt_key"),
+        "the intake gets the receipt key:\n{intake}"
+    );
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! The sample intake as a real process: what it stores, what it answers for a
 //! copy it already holds, and what survives a restart.
 
+use ankusa_core::wire::receipt;
 use ankusa_testkit::http::{self, Response};
 use ankusa_testkit::intake::Intake;
+use ankusa_testkit::token::receipt_key;
 use std::time::{Duration, Instant};
 
 fn post(intake: &Intake, headers: &[(&str, &str)], body: &str) -> Response {
@@ -207,6 +209,45 @@ fn a_key_older_than_the_ttl_is_a_new_event() {
         serde_json::json!({"status": "accepted", "id": "h-2"})
     );
     assert_eq!(stored_ids(&intake), vec!["h-1", "h-2"]);
+}
+
+/// The receipt of hook `id` of tenant acme under the run's key.
+fn receipt_of(id: &str) -> String {
+    receipt::receipt(receipt_key().as_bytes(), "acme", id)
+}
+
+#[test]
+fn a_stored_hook_is_answered_with_its_receipt_and_a_copy_with_the_older_ones() {
+    let intake = Intake::start_obeying();
+    let first = post(&intake, &hook_headers("h-1", "gh", "k-1"), "{}");
+    assert_eq!(first.status, 201, "{}", first.text());
+    assert_eq!(
+        first.header("x-ankusa-receipt"),
+        Some(receipt_of("h-1").as_str())
+    );
+    // Its own duplicate: the receipt of the id it holds the hook under.
+    let copy = post(&intake, &hook_headers("h-2", "gh", "k-1"), "{}");
+    assert_eq!(copy.header("x-ankusa-hook-id"), Some("h-1"));
+    assert_eq!(
+        copy.header("x-ankusa-receipt"),
+        Some(receipt_of("h-1").as_str())
+    );
+    // Nothing stored, nothing proven; a hook with no tenant names no tenant to prove it for.
+    let mut failing = hook_headers("h-3", "gh", "k-3");
+    failing.push(("x-intake-status", "503"));
+    assert_eq!(
+        post(&intake, &failing, "{}").header("x-ankusa-receipt"),
+        None
+    );
+    let bare = post(&intake, &[("x-ankusa-hook-id", "h-4")], "{}");
+    assert_eq!((bare.status, bare.header("x-ankusa-receipt")), (201, None));
+    // A forced 2xx acknowledges the hook as a 2xx does.
+    let mut forced = hook_headers("h-5", "gh", "k-5");
+    forced.push(("x-intake-status", "201"));
+    assert_eq!(
+        post(&intake, &forced, "{}").header("x-ankusa-receipt"),
+        Some(receipt_of("h-5").as_str())
+    );
 }
 
 #[test]

@@ -22,6 +22,7 @@ mod edge_override_shadow;
 mod edge_overrides;
 mod edge_quota;
 mod edge_rate_headers;
+mod edge_receipts;
 mod edge_reload;
 mod edge_remote;
 mod edge_replay;

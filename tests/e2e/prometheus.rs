@@ -166,7 +166,8 @@ fn a_real_prometheus_sees_admissions_then_degraded_when_the_store_stops_and_the_
             "AnkusaOverridesLeftOut",
             "AnkusaRedisDown",
             "AnkusaSettleDropped",
-            "AnkusaStoreDown"
+            "AnkusaStoreDown",
+            "AnkusaUnprovenPromotes"
         ]),
         "the shipped alerts"
     );

@@ -29,6 +29,7 @@
 use crate::hook::plan::{parse_reply, CallFailure};
 use crate::hook::settle::Queued;
 use crate::wire::batch::{HitResult, HitsAnswer, MAX_HITS_PER_CALL};
+use crate::wire::version::StoreWire;
 use crate::wire::{tolerant, ErrorBody, HitReply, SettleOp, HITS_PATH, HIT_PATH};
 use std::collections::VecDeque;
 
@@ -236,8 +237,15 @@ fn hits_body<'a>(hits: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
 /// operations `ops` riding on it: `/v1/hits` carries them as `"settle"`, so
 /// a lone hit (`/v1/hit`) that has some to carry goes as a batch of one.
 /// Without any, the call is unchanged. (The store has taken both forms
-/// since batched hits began: nothing new on the wire.)
-pub fn with_settle(path: &'static str, body: Vec<u8>, ops: &[Queued]) -> (&'static str, Vec<u8>) {
+/// since batched hits began: nothing new on the wire.) Each operation is
+/// written as a store of wire `store` may be sent it ([`SettleOp::for_store`]):
+/// `store` is read only when some ride, so a call without any costs no read.
+pub fn with_settle(
+    path: &'static str,
+    body: Vec<u8>,
+    ops: &[Queued],
+    store: impl FnOnce() -> StoreWire,
+) -> (&'static str, Vec<u8>) {
     if ops.is_empty() {
         return (path, body);
     }
@@ -246,7 +254,8 @@ pub fn with_settle(path: &'static str, body: Vec<u8>, ops: &[Queued]) -> (&'stat
     } else {
         body
     };
-    let ops: Vec<&SettleOp> = ops.iter().map(|q| &q.op).collect();
+    let store = store();
+    let ops: Vec<SettleOp> = ops.iter().map(|q| q.op.for_store(store)).collect();
     let (Ok(list), true) = (serde_json::to_vec(&ops), body.ends_with(b"]}")) else {
         return (HITS_PATH, body);
     };

@@ -19,7 +19,7 @@
 //! claim settles it once: promoted on a 2xx, released on anything else or
 //! when the stream ends first.
 
-use crate::config::Config;
+use crate::config::{Config, Scope};
 use crate::fleet::breaker::{Breaker, CallPermit, KeptSuccesses, SeenClosed};
 use crate::fleet::edges::EdgesSeen;
 use crate::fleet::overrides::{self, Effective, Override};
@@ -105,6 +105,9 @@ pub struct Hook {
     deferred: Option<LocalReply>,
     /// Rate-limit headers for the upstream's response to a forwarded hook.
     rate_headers: Vec<Header>,
+    /// The hook was forwarded by an edge that uses a store: the upstream's
+    /// response is cleared of any receipt (see [`Hook::on_upstream_headers`]).
+    clears_receipt: bool,
     /// The tenant's fleet override, as the store's answer carried it (or,
     /// for a node-local charge, as the node's polled list holds it).
     in_force: Option<Override>,
@@ -134,9 +137,9 @@ impl Hook {
     }
 
     /// Whether the upstream's response headers are worth a step: to settle
-    /// a claim or to carry rate-limit headers.
+    /// a claim, to carry rate-limit headers, or to clear a receipt.
     pub fn reads_upstream(&self) -> bool {
-        self.holds_claim() || !self.rate_headers.is_empty()
+        self.holds_claim() || !self.rate_headers.is_empty() || self.clears_receipt
     }
 
     /// Whether a store call is in flight.
@@ -217,6 +220,10 @@ impl Hook {
 
     /// Adds the hook's headers and lets it through, counted as `counted`.
     fn pass(&mut self, claim: Option<Claim>, counted: Metric) -> Step {
+        // Receipts exist only where a store does: an edge with none (both
+        // scopes node) spends no host call on them.
+        self.clears_receipt =
+            self.decision.scopes.0 == Scope::Fleet || self.decision.scopes.1 == Scope::Fleet;
         match counted {
             Metric::Shadowed(outcome) => self.decide(outcome, true),
             _ => self.decide(Outcome::Admitted, false),
@@ -248,6 +255,8 @@ mod upstream;
 
 pub use effect::{not_configured, Effect, Flow, HitCall, Level, Metric, Step};
 
+#[cfg(test)]
+mod receipt_tests;
 #[cfg(test)]
 mod replay_tests;
 #[cfg(test)]

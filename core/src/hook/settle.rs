@@ -15,15 +15,33 @@ use crate::fleet::breaker::{Breaker, BreakerState};
 use crate::hook::plan::committed_id;
 use crate::node::cas::{read_u64, update_u64, CasStore};
 use crate::node::edge_keys::{BREAKER_KEY, DEPTH_KEY, LEASE_KEY};
-use crate::wire::{Claim, SettleOp, SettleRequest};
+use crate::wire::version::StoreWire;
+use crate::wire::{receipt, Claim, SettleOp, SettleRequest};
 use serde::{Deserialize, Serialize};
 
-/// The operation that settles `claim` once the upstream answered `status`
-/// (None: no answer, the stream ended first): promote on a 2xx, else release.
-pub fn settle_op(claim: Claim, status: Option<&str>, upstream_id: Option<&str>) -> SettleOp {
-    if answered_ok(status) {
-        let hook_id = committed_id(&claim.hook_id, upstream_id).to_string();
-        SettleOp::Promote { claim, hook_id }
+/// What the upstream's response said about a hook that holds a claim.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpstreamAnswer<'a> {
+    /// `:status`; None: no answer, the stream ended first.
+    pub status: Option<&'a str>,
+    /// `x-ankusa-hook-id`: the id of an older copy the upstream already held.
+    pub hook_id: Option<&'a str>,
+    /// `x-ankusa-receipt`: its proof that it stored the hook ([`receipt`]).
+    pub receipt: Option<&'a str>,
+}
+
+/// The operation that settles `claim` once the upstream answered: promote
+/// on a 2xx (under the upstream's id when it reported an older copy, with
+/// its receipt when it sent a well-formed one), else release.
+pub fn settle_op(claim: Claim, upstream: UpstreamAnswer<'_>) -> SettleOp {
+    if answered_ok(upstream.status) {
+        let hook_id = committed_id(&claim.hook_id, upstream.hook_id).to_string();
+        let receipt = receipt::from_header(upstream.receipt);
+        SettleOp::Promote {
+            claim,
+            hook_id,
+            receipt,
+        }
     } else {
         SettleOp::Release { claim }
     }
@@ -73,10 +91,11 @@ pub fn take_lease(store: &impl CasStore, now_ms: u64, interval_ms: u64) -> bool 
         && store.compare_and_set(LEASE_KEY, &(now_ms + interval_ms).to_le_bytes(), version)
 }
 
-/// The request body for a batch.
-pub fn request_body(batch: &[Queued]) -> Vec<u8> {
+/// The request body for a batch, as a store of wire `store` may be sent it
+/// (see [`SettleOp::for_store`]).
+pub fn request_body(batch: &[Queued], store: StoreWire) -> Vec<u8> {
     let req = SettleRequest {
-        ops: batch.iter().map(|q| q.op.clone()).collect(),
+        ops: batch.iter().map(|q| q.op.for_store(store)).collect(),
     };
     serde_json::to_vec(&req).unwrap_or_default()
 }

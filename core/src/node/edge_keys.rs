@@ -36,8 +36,13 @@ pub const LIST_STAGING_KEY: &str = "ankusa:overrides:staging";
 /// The live edge count the store last reported (u64 LE; 0: never), see [`crate::fleet::edges`].
 pub const EDGES_KEY: &str = "ankusa:fleet:edges";
 
+/// The store's wire version as the node's workers last heard it (u64 LE;
+/// 0: never), see [`crate::wire::version::StoreWire::of_node`]: settle
+/// batches leave from any worker, so what they may carry is the node's.
+pub const STORE_WIRE_KEY: &str = "ankusa:fleet:store_wire";
+
 /// Every fixed key (the bucket ring aside).
-pub const FIXED: [&str; 11] = [
+pub const FIXED: [&str; 12] = [
     BREAKER_KEY,
     LIMITS_KEY,
     WARNED_KEY,
@@ -49,4 +54,5 @@ pub const FIXED: [&str; 11] = [
     LIST_CURSOR_KEY,
     LIST_STAGING_KEY,
     EDGES_KEY,
+    STORE_WIRE_KEY,
 ];

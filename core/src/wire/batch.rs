@@ -37,8 +37,10 @@ pub enum HitResult {
 #[derive(Serialize, Deserialize, Clone, PartialEq, Eq, Debug)]
 pub struct HitsAnswer {
     pub results: Vec<HitResult>,
-    /// The riding settle operations applied (all of them, or absent when
-    /// any failed: the caller queues them again; each is idempotent).
+    /// The riding settle operations the store is done with (all of them, or
+    /// absent when any failed: the caller queues them again; each is
+    /// idempotent). A promote the store's receipt check left unapplied is
+    /// done with: sending it again would change nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<usize>,
     /// The store's wire version; absent from a v0.1.0 store.

@@ -220,8 +220,21 @@ impl SettleRequest {
         }
         for (i, op) in self.ops.iter().enumerate() {
             op.claim().validate(&format!("ops[{i}].claim"))?;
-            if let SettleOp::Promote { hook_id, .. } = op {
+            if let SettleOp::Promote {
+                hook_id, receipt, ..
+            } = op
+            {
                 check_hook_id(&format!("ops[{i}].hook_id"), hook_id)?;
+                if let Some(r) = receipt.as_deref().filter(|r| !receipt::is_well_formed(r)) {
+                    let shown = r.get(..16).map_or(format!("{r:?}"), |r| format!("{r:?}…"));
+                    return Err(invalid(
+                        format!("ops[{i}].receipt"),
+                        format!(
+                            "{shown} is not 2 to {} lower-case hex digits",
+                            receipt::MAX_LEN
+                        ),
+                    ));
+                }
             }
         }
         Ok(())

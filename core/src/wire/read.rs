@@ -10,7 +10,8 @@ use super::batch::HitResult;
 use super::{Claim, ErrorBody, HitAnswer, HitReply, Override, SettleOp};
 use serde::Deserialize;
 
-/// A settle operation as read: `{"op": "promote"|"release", "claim": …, "hook_id": …}`.
+/// A settle operation as read: `{"op": "promote"|"release", "claim": …,
+/// "hook_id": …, "receipt": …}` (a promote's receipt is optional).
 #[derive(Deserialize)]
 pub struct SettleOpRead {
     op: String,
@@ -19,6 +20,8 @@ pub struct SettleOpRead {
     claim: Option<Claim>,
     #[serde(default)]
     hook_id: Option<String>,
+    #[serde(default)]
+    receipt: Option<String>,
 }
 
 impl TryFrom<SettleOpRead> for SettleOp {
@@ -30,8 +33,12 @@ impl TryFrom<SettleOpRead> for SettleOp {
             ("promote", Some(hook_id)) => Ok(SettleOp::Promote {
                 claim: claim()?,
                 hook_id,
+                receipt: read.receipt.clone(),
             }),
             ("promote", None) => Err("a promote needs its `hook_id`".into()),
+            ("release", None) if read.receipt.is_some() => {
+                Err("a release carries no `receipt`".into())
+            }
             ("release", None) => Ok(SettleOp::Release { claim: claim()? }),
             ("release", Some(_)) => Err("a release carries no `hook_id`".into()),
             (other, _) => Err(format!(

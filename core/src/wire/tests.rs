@@ -119,12 +119,68 @@ fn settle_ops_are_tagged_by_op() {
             SettleOp::Promote {
                 claim: claim(),
                 hook_id: "h2".into(),
+                receipt: None,
             },
             SettleOp::Release { claim: claim() },
         ],
     })
     .unwrap();
     assert!(text.contains(r#""op":"promote""#) && text.contains(r#""op":"release""#));
+    assert!(!text.contains("receipt"), "absent, not null: {text}");
+}
+
+#[test]
+fn a_promote_reads_and_writes_its_receipt_and_a_release_carries_none() {
+    let promote = SettleOp::Promote {
+        claim: claim(),
+        hook_id: "h2".into(),
+        receipt: Some("ab12".into()),
+    };
+    let text = serde_json::to_string(&promote).unwrap();
+    assert!(text.contains(r#""receipt":"ab12""#), "{text}");
+    // Read through SettleOpRead, field by field, as the store reads it.
+    let mut unknown = Vec::new();
+    let read: SettleOp = tolerant::from_str(&text, |f| unknown.push(f)).unwrap();
+    assert_eq!((read, unknown), (promote, Vec::<String>::new()));
+    // Without one it is a promote as v0.1.0 sent it.
+    let bare = text.replace(r#","receipt":"ab12""#, "");
+    assert!(matches!(
+        serde_json::from_str::<SettleOp>(&bare).unwrap(),
+        SettleOp::Promote { receipt: None, .. }
+    ));
+    let release = serde_json::to_value(SettleOp::Release { claim: claim() }).unwrap();
+    let mut with_receipt = release.clone();
+    with_receipt["receipt"] = "ab12".into();
+    let e = serde_json::from_value::<SettleOp>(with_receipt).unwrap_err();
+    assert!(
+        e.to_string().contains("a release carries no `receipt`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_receipt_is_checked_naming_its_op_and_value() {
+    let with = |receipt: &str| SettleRequest {
+        ops: vec![
+            SettleOp::Release { claim: claim() },
+            SettleOp::Promote {
+                claim: claim(),
+                hook_id: "h2".into(),
+                receipt: Some(receipt.into()),
+            },
+        ],
+    };
+    assert_eq!(with(&"0f".repeat(32)).validate(), Ok(()));
+    for bad in ["", "ABCD", "abc", "zz", &"ab".repeat(65)] {
+        let e = with(bad).validate().unwrap_err();
+        assert_eq!(e.field, "ops[1].receipt", "{bad:?}");
+        assert!(e.problem.contains("lower-case hex"), "{e}");
+    }
+    let e = with("not-a-receipt-at-all").validate().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        r#"ops[1].receipt: "not-a-receipt-at"… is not 2 to 128 lower-case hex digits"#
+    );
 }
 
 fn charge_error(edit: impl FnOnce(&mut Charge)) -> String {

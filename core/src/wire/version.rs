@@ -22,7 +22,17 @@
 //! | wire | release | what it added |
 //! |---|---|---|
 //! | 1 | v0.1.0 | (no version named; every reader refuses unknown fields) |
-//! | 2 | v0.2.0 | `wire` in every store answer; unknown fields skipped and counted on both sides |
+//! | 2 | v0.2.0 | `wire` in every store answer; unknown fields skipped and counted on both sides; a promote's `receipt` ([`super::receipt`]) |
+//!
+//! Settle operations wait in the node's queue and leave from whichever
+//! worker drains it or makes a call they ride on, so what they may carry is
+//! decided by the node's view of the store: each worker writes the version
+//! it hears to the node's shared data when it changes
+//! ([`StoreWire::share`]), and a batch is written for the version found
+//! there when it leaves ([`StoreWire::of_node`]), not when it was queued.
+
+use crate::node::cas::{read_u64, update_u64, CasStore};
+use crate::node::edge_keys::STORE_WIRE_KEY;
 
 /// The wire version this code speaks.
 pub const WIRE_VERSION: u32 = 2;
@@ -58,6 +68,23 @@ impl StoreWire {
     pub fn speaks(self, since: u32) -> bool {
         self.version() >= since
     }
+
+    /// The version the node's workers last heard ([`FIRST`] before any
+    /// answer): one shared-data read.
+    pub fn of_node<S: CasStore + ?Sized>(store: &S) -> StoreWire {
+        let heard = read_u64(store, STORE_WIRE_KEY).0;
+        StoreWire {
+            heard: u32::try_from(heard).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Writes this version as the node's (a worker calls it when what it
+    /// heard changed). A write lost to a storm of compare-and-swaps leaves
+    /// the node's older version, corrected by the next change any worker hears.
+    pub fn share<S: CasStore + ?Sized>(self, store: &S) {
+        let now = u64::from(self.version());
+        let _ = update_u64(store, STORE_WIRE_KEY, |old| (old != now).then_some(now));
+    }
 }
 
 #[cfg(test)]
@@ -73,6 +100,21 @@ mod tests {
         assert!(store.heard(None));
         assert!(!store.heard(None));
         assert!(!store.speaks(2));
+    }
+
+    #[test]
+    fn the_node_holds_the_version_its_workers_last_heard() {
+        let node = crate::node::cas::MapStore::new();
+        assert_eq!(StoreWire::of_node(&node).version(), FIRST, "never heard");
+        let mut worker = StoreWire::default();
+        worker.heard(Some(2));
+        worker.share(&node);
+        assert!(StoreWire::of_node(&node).speaks(2));
+        // Another worker hears a store rolled back: the node follows it.
+        let mut other = StoreWire::default();
+        other.heard(None);
+        other.share(&node);
+        assert!(!StoreWire::of_node(&node).speaks(2));
     }
 
     #[test]

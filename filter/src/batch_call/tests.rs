@@ -229,6 +229,49 @@ fn held_settles_ride_on_a_batch_and_are_reported_back() {
     assert_eq!(*host.rode.borrow(), [(vec![op], true)]);
 }
 
+/// A held promote of an earlier hook, with the upstream's receipt.
+fn old_promote() -> Queued {
+    let SettleOp::Release { claim } = old_release().op else {
+        unreachable!("old_release is a release")
+    };
+    Queued {
+        retries: 0,
+        op: SettleOp::Promote {
+            hook_id: claim.hook_id.clone(),
+            claim,
+            receipt: Some("ab12".into()),
+        },
+    }
+}
+
+/// The promote a batched call carries once the worker's first call was
+/// answered `first_answer` (batching state is the test thread's own).
+fn batched_promote(first_answer: &str) -> serde_json::Value {
+    let host = worker();
+    let (mut first, _) = arrive(&host, 1, "d-1");
+    host.worker.held.borrow_mut().hold(old_promote(), 0, 100);
+    let _second = arrive(&host, 2, "d-2");
+    let _third = arrive(&host, 3, "d-3");
+    host.answer(Some("200"), first_answer);
+    first.on_http_call_response(1, 0, first_answer.len(), 0);
+    root_woken(&host);
+    let batch = host.calls.borrow()[1].body.clone();
+    assert_eq!(batch["settle"][0]["op"], "promote", "{batch}");
+    batch["settle"][0].clone()
+}
+
+#[test]
+fn a_batch_carries_a_promotes_receipt_to_a_store_that_said_wire_2() {
+    let sent = batched_promote(r#"{"result":"ok","wire":2}"#);
+    assert_eq!(sent["receipt"], "ab12", "{sent}");
+}
+
+#[test]
+fn a_batch_to_a_store_of_wire_1_carries_the_promote_without_its_receipt() {
+    let sent = batched_promote(OK);
+    assert!(sent.get("receipt").is_none(), "{sent}");
+}
+
 #[test]
 fn a_single_waiting_hook_without_settles_leaves_on_the_single_path() {
     let host = worker();

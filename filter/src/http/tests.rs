@@ -109,7 +109,7 @@ fn a_fleet_ok_then_an_upstream_2xx_promotes_the_claim_under_the_upstreams_id() {
     let settles = host.settles.borrow();
     assert_eq!(settles.len(), 1, "settled once");
     match &settles[0].op {
-        SettleOp::Promote { hook_id, claim } => {
+        SettleOp::Promote { hook_id, claim, .. } => {
             assert_eq!(hook_id, "older_id-1");
             assert_eq!(claim.key, DELIVERY);
         }
@@ -518,3 +518,5 @@ fn each_hook_publishes_its_decision_once_for_the_access_log() {
         "{published:?}"
     );
 }
+
+mod receipts;

@@ -13,6 +13,7 @@ use super::{budget, count, json, read_json, resend_deadline, within, Reply, Shar
 use crate::backend::{Backend, Node};
 use crate::errors::StoreError;
 use crate::keys;
+use crate::receipts;
 use crate::spans;
 use ankusa_core::wire::batch::{check_count, check_settle, item_field, HitResult, HitsAnswer};
 use ankusa_core::wire::version::WIRE_VERSION;
@@ -51,7 +52,11 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
     let raw: RawHits = read_json(shared, req, super::MAX_BODY_BYTES, "hits request").await?;
     check_count(raw.hits.len()).map_err(|e| StoreError::BadRequest(e.to_string()))?;
     check_settle(&raw.settle).map_err(|e| StoreError::BadRequest(e.to_string()))?;
-    let settles = raw.settle;
+    // `settled` counts every riding operation the store is done with: one
+    // the receipt check left out is answered, and sending it again would
+    // change nothing.
+    let riding = raw.settle.len();
+    let settles = receipts::screen(&shared.receipts, &shared.backend.metrics, raw.settle);
     let total = raw.hits.len();
     let mut results: Vec<Option<HitResult>> = vec![None; total];
     let mut valid = Vec::with_capacity(total);
@@ -67,7 +72,7 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
             Err(e) => results[i] = Some(refused(&e)),
         }
     }
-    let mut settled = None;
+    let mut settled = (riding > 0 && settles.is_empty()).then_some(riding);
     if !valid.is_empty() || !settles.is_empty() {
         shared.backend.conn()?;
         let backend = Arc::clone(&shared.backend);
@@ -87,7 +92,7 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
             });
         }
         if settles_ok && settle_count > 0 {
-            settled = Some(settle_count);
+            settled = Some(riding);
         }
     }
     let results: Vec<HitResult> = results

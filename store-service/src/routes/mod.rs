@@ -13,6 +13,7 @@ use crate::batcher::Settler;
 use crate::edges::LiveEdges;
 use crate::endpoint::Endpoint;
 use crate::errors::StoreError;
+use crate::receipts::SharedReceipts;
 use crate::spans;
 use ankusa_core::wire::{tolerant, BUDGET_HEADER};
 use bytes::Bytes;
@@ -43,6 +44,8 @@ pub struct Shared {
     pub settler: Settler,
     pub max_budget: Duration,
     pub auth: SharedAuth,
+    /// Whether a promote needs the upstream's receipt (see [`crate::receipts`]).
+    pub receipts: SharedReceipts,
 }
 
 pub type Reply = Response<Full<Bytes>>;

@@ -1,8 +1,10 @@
 //! `POST /v1/settle`: promote or release claims, coalesced with every other
-//! settle in flight (see `batcher`).
+//! settle in flight (see `batcher`), each promote's receipt checked first
+//! (see `receipts`).
 
 use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::errors::StoreError;
+use crate::receipts;
 use ankusa_core::wire::version::WIRE_VERSION;
 use ankusa_core::wire::{SettleAnswer, SettleRequest};
 use hyper::body::Incoming;
@@ -15,14 +17,17 @@ pub async fn settle(shared: &Shared, req: Request<Incoming>) -> Result<Reply, St
     settle
         .validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
-    if settle.ops.is_empty() {
+    // A promote the receipt check leaves out is answered, not failed:
+    // `applied` counts what reached Redis.
+    let ops = receipts::screen(&shared.receipts, &shared.backend.metrics, settle.ops);
+    if ops.is_empty() {
         count(shared, "settle", "ok");
         return Ok(json(StatusCode::OK, &answer(0)));
     }
     shared.backend.conn()?;
     // Half the time left for Redis work may go on gathering, the rest on the flush.
     let flush_by = tokio::time::Instant::now() + super::deadline(budget) / 2;
-    let done = shared.settler.submit(settle.ops, flush_by)?;
+    let done = shared.settler.submit(ops, flush_by)?;
     let applied = within(shared, "settle", budget, async move {
         done.await
             .unwrap_or_else(|_| Err(StoreError::Internal("settle flush was dropped".into())))

@@ -12,6 +12,7 @@ mod outage;
 mod overrides;
 mod parity;
 mod protocols;
+mod receipts;
 mod replay;
 mod resharding;
 mod roles;

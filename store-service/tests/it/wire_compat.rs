@@ -4,9 +4,15 @@
 //! edge adds is skipped and counted, never refused, alone or in a batch.
 
 use crate::common::{Http, Service};
+use ankusa_store::receipts::{Keys, Mode};
+use ankusa_store::Config;
 use ankusa_testkit::redis::Redis;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+
+/// The key the corpus's receipts are made with (core/tests/wire_corpus.rs,
+/// `CORPUS_RECEIPT_KEY`).
+const CORPUS_RECEIPT_KEY: &str = "ankusa-wire-corpus-receipt-key-0123456789";
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/wire-corpus")
@@ -39,7 +45,14 @@ async fn todays_store_answers_every_releases_requests() {
     for release in releases {
         // A fresh Redis per release: each release's samples claim the same keys.
         let redis = Redis::start();
-        let store = Service::ready(&redis.url()).await;
+        // Receipts checked under the corpus's key, missing ones accepted:
+        // a store in the upgrade window, taking every release's promotes.
+        let config = Config::for_redis(&redis.url()).with_receipts(
+            Keys::new(&[CORPUS_RECEIPT_KEY]).expect("the corpus's key"),
+            Some(Mode::AcceptMissing),
+        );
+        let store = Service::start(config).await;
+        store.wait_ready(std::time::Duration::from_secs(20)).await;
         let sample = |name: &str| {
             let path = release.join(name);
             std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -88,6 +101,25 @@ async fn todays_store_answers_every_releases_requests() {
             0.0,
             "{name}: a release's own fields are all known"
         );
+        // Each release's two promotes (alone and riding): with the receipt
+        // of its hook since wire 2, none before.
+        let receipts = |result: &str, applied: bool| {
+            let name =
+                format!("ankusa_store_receipts_total{{applied=\"{applied}\",result=\"{result}\"}}");
+            let store = &store;
+            async move { store.metric(&name).await }
+        };
+        let counted = (
+            receipts("valid", true).await,
+            receipts("missing", true).await,
+            receipts("invalid", false).await,
+        );
+        let expected = if release.ends_with("v0.1.0") {
+            (0.0, 2.0, 0.0)
+        } else {
+            (2.0, 0.0, 0.0)
+        };
+        assert_eq!(counted, expected, "{name}: (valid, missing, invalid)");
         store.stop().await;
     }
 }
@@ -110,7 +142,7 @@ async fn a_newer_edges_fields_are_skipped_and_counted_never_refused() {
 
     let batch = serde_json::json!({
         "hits": [{"charges": [], "claim": claim("k2", "h2")}, {"charges": [], "claim": claim("k3", "h3")}],
-        "settle": [{"op": "promote", "claim": claim("k1", "h1"), "hook_id": "h1", "receipt": "cd34"}],
+        "settle": [{"op": "promote", "claim": claim("k1", "h1"), "hook_id": "h1", "proof": "cd34"}],
         "batch_id": 7
     });
     let (status, answer) = post(&http, &store.at("/v1/hits"), batch.to_string().into_bytes()).await;
@@ -133,7 +165,7 @@ async fn a_newer_edges_fields_are_skipped_and_counted_never_refused() {
         ("priority", 1.0),
         ("hits.claim.receipt", 2.0),
         ("settle.claim.receipt", 1.0),
-        ("settle.receipt", 1.0),
+        ("settle.proof", 1.0),
         ("batch_id", 1.0),
         ("ops.claim.receipt", 1.0),
         ("ops.why", 1.0),

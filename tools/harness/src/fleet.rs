@@ -18,6 +18,9 @@
 //! (hits, settles, reading overrides), and the operator token, which no edge
 //! holds and which is written to `operator.token` in the fleet's folder
 //! (named in `READY` as `operator_token_file`) for changing overrides by hand.
+//! The store and the intake share a fresh receipt key (`receipt_key_file`),
+//! no edge holds it: the intake answers each hook it stores with a receipt,
+//! and the store commits a claim only with one.
 
 mod ports;
 
@@ -162,6 +165,7 @@ impl Fleet {
             "pids": self.pids(),
             "dir": self.dir.display().to_string(),
             "operator_token_file": self.operator_token_file.display().to_string(),
+            "receipt_key_file": ankusa_testkit::token::receipt_key_file(),
             "access_logs": self
                 .edges
                 .iter()

@@ -8,6 +8,13 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 
 const MS: u64 = 1_000;
 
+/// A store that named wire 2.
+fn wire2() -> StoreWire {
+    let mut wire = StoreWire::default();
+    wire.heard(Some(2));
+    wire
+}
+
 fn hook(id: u32, arrived_us: u64) -> Waiting {
     Waiting {
         id,
@@ -163,18 +170,33 @@ fn settles_ride_on_a_batch_and_their_count_comes_back() {
             op: SettleOp::Promote {
                 claim,
                 hook_id: "h".into(),
+                receipt: Some("ab12".into()),
             },
         },
     ];
     let hit = br#"{"charges":[],"claim":null}"#;
     let body = hits_body([&hit[..], &hit[..]].into_iter());
-    let (path, riding) = with_settle(HITS_PATH, body.clone(), &ops);
+    let (path, riding) = with_settle(HITS_PATH, body.clone(), &ops, wire2);
     assert_eq!(path, HITS_PATH);
     let request: crate::wire::batch::HitsRequest = serde_json::from_slice(&riding).unwrap();
     assert_eq!(request.hits.len(), 2);
     let sent: Vec<SettleOp> = ops.iter().map(|q| q.op.clone()).collect();
     assert_eq!(request.settle, sent);
-    assert_eq!(with_settle(HITS_PATH, body.clone(), &[]), (HITS_PATH, body));
+    assert_eq!(
+        with_settle(HITS_PATH, body.clone(), &[], || unreachable!(
+            "nothing rides: the store's wire is not read"
+        )),
+        (HITS_PATH, body.clone())
+    );
+    // A store of wire 1 gets the same operations without the receipt.
+    let (_, riding) = with_settle(HITS_PATH, body, &ops, StoreWire::default);
+    let request: crate::wire::batch::HitsRequest = serde_json::from_slice(&riding).unwrap();
+    assert!(
+        matches!(&request.settle[1], SettleOp::Promote { receipt: None, hook_id, .. } if hook_id == "h"),
+        "{:?}",
+        request.settle
+    );
+    assert!(!String::from_utf8_lossy(&riding).contains("receipt"));
     let answer = br#"{"results":[{"result":"ok"},{"result":"ok"}],"settled":2}"#;
     assert_eq!(split(HITS_PATH, 2, Some("200"), Some(answer)).1, Some(2));
     let answer = br#"{"results":[{"result":"ok"},{"result":"ok"}]}"#;
@@ -369,11 +391,11 @@ fn a_lone_hit_carrying_settles_goes_as_a_batch_of_one() {
     }];
     let hit = br#"{"charges":[],"claim":null}"#.to_vec();
     assert_eq!(
-        with_settle(HIT_PATH, hit.clone(), &[]),
+        with_settle(HIT_PATH, hit.clone(), &[], wire2),
         (HIT_PATH, hit.clone()),
         "nothing to carry: the lone hit as it was"
     );
-    let (path, body) = with_settle(HIT_PATH, hit.clone(), &ops);
+    let (path, body) = with_settle(HIT_PATH, hit.clone(), &ops, wire2);
     assert_eq!(path, HITS_PATH);
     let request: crate::wire::batch::HitsRequest = serde_json::from_slice(&body).unwrap();
     assert_eq!(request.hits.len(), 1);

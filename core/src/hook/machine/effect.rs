@@ -54,6 +54,9 @@ pub enum Effect {
     Header(&'static str, Option<String>),
     /// Set a header on the upstream's response (rate-limit headers).
     ResponseHeader(&'static str, String),
+    /// Remove a header from the upstream's response before the sender sees
+    /// it (the upstream's receipt).
+    RemoveResponseHeader(&'static str),
     /// Send this local reply now.
     Reply(LocalReply),
     /// Publish the hook's decision where Envoy's access log reads it

@@ -145,14 +145,19 @@ fn the_body_claim_rides_the_hit_and_is_promoted_with_the_event_key() {
     let step = hook.on_store_answer(&w.env(), Some("200"), Some(OK), NOW);
     assert_eq!(step.flow, Flow::Continue);
     assert!(hook.holds_claim());
-    let step = hook.on_upstream_headers(Some("201"), Some("older-copy"));
+    let step = hook.on_upstream_headers(Some("201"), Some("older-copy"), Some("c0ffee"));
     assert_eq!(settles(&step), both(true));
     for e in &step.effects {
         if let Effect::Settle(q) = e {
-            let SettleOp::Promote { hook_id, .. } = &q.op else {
+            let SettleOp::Promote {
+                hook_id, receipt, ..
+            } = &q.op
+            else {
                 panic!("{q:?}")
             };
             assert_eq!(hook_id, "older-copy", "under the upstream's id, both");
+            // One receipt names the hook, so it proves both of its claims.
+            assert_eq!(receipt.as_deref(), Some("c0ffee"), "with its receipt, both");
         }
     }
     assert!(settles(&hook.on_stream_end()).is_empty(), "settled once");
@@ -182,7 +187,7 @@ fn the_body_claim_is_released_wherever_the_event_claim_is() {
     let (mut hook, _) = deliver(&w, "acme", "acme-secret", "d-1");
     hook.on_store_answer(&w.env(), Some("200"), Some(OK), NOW);
     assert_eq!(
-        settles(&hook.on_upstream_headers(Some("500"), None)),
+        settles(&hook.on_upstream_headers(Some("500"), None, None)),
         both(false)
     );
     // The sender went away while the call was in flight.
@@ -194,7 +199,7 @@ fn the_body_claim_is_released_wherever_the_event_claim_is() {
     hook.on_store_answer(&w.env(), Some("504"), None, NOW);
     assert!(hook.holds_claim());
     assert_eq!(
-        settles(&hook.on_upstream_headers(Some("202"), None)),
+        settles(&hook.on_upstream_headers(Some("202"), None, None)),
         both(true)
     );
     // A call that never left holds neither.

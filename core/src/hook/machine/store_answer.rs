@@ -62,6 +62,9 @@ impl Hook {
                 let mut wire = env.store_wire.get();
                 if wire.heard(reply.wire) {
                     env.store_wire.set(wire);
+                    // Settle batches leave from any worker: the node's
+                    // version decides what they may carry.
+                    wire.share(env.store);
                     self.metric(Metric::StoreWire(u64::from(wire.version())));
                 }
                 if reply.unknown_fields > 0 {

@@ -84,7 +84,7 @@ fn a_fleet_hook_calls_the_store_then_forwards_and_promotes_on_a_2xx() {
         .effects
         .contains(&Effect::Header(EVENT_KEY, Some(DELIVERY.into()))));
     assert!(hook.holds_claim());
-    let step = hook.on_upstream_headers(Some("201"), None);
+    let step = hook.on_upstream_headers(Some("201"), None, None);
     assert!(matches!(settles(&step)[..], [SettleOp::Promote { .. }]));
     assert!(settles(&hook.on_stream_end()).is_empty(), "settled once");
 }
@@ -240,7 +240,7 @@ fn a_shadowed_duplicate_is_forwarded_and_never_settled_as_ours() {
         assert_eq!((step.flow, replies(&step)), (Flow::Continue, vec![]));
         assert!(matches!(counted(&step)[..], [Metric::Shadowed(_)]));
         assert!(!hook.holds_claim());
-        assert!(settles(&hook.on_upstream_headers(Some("201"), None)).is_empty());
+        assert!(settles(&hook.on_upstream_headers(Some("201"), None, None)).is_empty());
     }
     // Rate limits stay enforced under a dedupe-only shadow.
     let mut hook = Hook::new();
@@ -268,7 +268,7 @@ fn node_answers_carry_the_standing_of_the_bucket_they_charged() {
     let mut first = Hook::new();
     w.headers(&mut first, &POST, true);
     assert!(first.reads_upstream());
-    let step = first.on_upstream_headers(Some("201"), None);
+    let step = first.on_upstream_headers(Some("201"), None, None);
     let h = response_headers(&step);
     assert!(
         h.contains(&("ratelimit-policy", "\"hooks\";q=2;w=2".into())),
@@ -281,7 +281,7 @@ fn node_answers_carry_the_standing_of_the_bucket_they_charged() {
     assert!(h.contains(&("x-ratelimit-remaining", "1".into())), "{h:?}");
     let mut second = Hook::new();
     w.headers(&mut second, &POST, true);
-    let h = response_headers(&second.on_upstream_headers(Some("201"), None));
+    let h = response_headers(&second.on_upstream_headers(Some("201"), None, None));
     assert!(
         h.contains(&("ratelimit", "\"hooks\";r=0;t=2".into())),
         "{h:?}"
@@ -312,7 +312,7 @@ fn the_override_a_fleet_answer_carries_sets_that_hooks_shadow_and_policy() {
     let step = hook.on_store_answer(&w.env(), Some("200"), Some(answer.as_bytes()), NOW);
     assert_eq!((step.flow, replies(&step)), (Flow::Continue, vec![]));
     assert_eq!(counted(&step), [Metric::Shadowed(Outcome::RateLimited)]);
-    let h = response_headers(&hook.on_upstream_headers(Some("201"), None));
+    let h = response_headers(&hook.on_upstream_headers(Some("201"), None, None));
     assert!(
         h.contains(&("ratelimit-policy", "\"hooks\";q=5;w=5".into())),
         "{h:?}"

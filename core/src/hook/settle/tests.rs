@@ -67,7 +67,7 @@ fn failed_batches_are_retried_a_bounded_number_of_times() {
 
 #[test]
 fn a_batch_is_one_settle_request() {
-    let body = request_body(&[release(0), release(1)]);
+    let body = request_body(&[release(0), release(1)], StoreWire::default());
     let req: SettleRequest = serde_json::from_slice(&body).unwrap();
     assert_eq!(req.ops.len(), 2);
     assert_eq!(req.ops[1].claim().key, "k1", "in queue order");
@@ -109,17 +109,94 @@ fn only_a_2xx_settles_or_promotes() {
     assert!(answered_ok(Some("200")) && answered_ok(Some("204")));
     assert!(!answered_ok(Some("500")) && !answered_ok(Some("404")) && !answered_ok(None));
     let claim = release(0).op.claim().clone();
+    let answered = |status, hook_id| UpstreamAnswer {
+        status: Some(status),
+        hook_id,
+        receipt: None,
+    };
     assert!(
-        matches!(settle_op(claim.clone(), Some("201"), None), SettleOp::Promote { hook_id, .. } if hook_id == claim.hook_id)
+        matches!(settle_op(claim.clone(), answered("201", None)), SettleOp::Promote { hook_id, .. } if hook_id == claim.hook_id)
     );
     assert!(
-        matches!(settle_op(claim.clone(), Some("201"), Some("bad id!")), SettleOp::Promote { hook_id, .. } if hook_id == claim.hook_id)
+        matches!(settle_op(claim.clone(), answered("201", Some("bad id!"))), SettleOp::Promote { hook_id, .. } if hook_id == claim.hook_id)
     );
     assert!(
-        matches!(settle_op(claim.clone(), Some("201"), Some("up_1")), SettleOp::Promote { hook_id, .. } if hook_id == "up_1")
+        matches!(settle_op(claim.clone(), answered("201", Some("up_1"))), SettleOp::Promote { hook_id, .. } if hook_id == "up_1")
     );
     assert!(matches!(
-        settle_op(claim, Some("409"), Some("up_1")),
+        settle_op(claim, answered("409", Some("up_1"))),
         SettleOp::Release { .. }
+    ));
+}
+
+#[test]
+fn a_promote_carries_the_upstreams_receipt_and_only_a_well_formed_one() {
+    let claim = release(0).op.claim().clone();
+    let upstream = |status, receipt| UpstreamAnswer {
+        status: Some(status),
+        hook_id: None,
+        receipt,
+    };
+    let op = settle_op(claim.clone(), upstream("201", Some(" ab12 ")));
+    assert!(
+        matches!(&op, SettleOp::Promote { receipt: Some(r), .. } if r == "ab12"),
+        "{op:?}"
+    );
+    let op = settle_op(claim.clone(), upstream("201", Some("not a receipt")));
+    assert!(
+        matches!(&op, SettleOp::Promote { receipt: None, .. }),
+        "{op:?}"
+    );
+    let op = settle_op(claim.clone(), upstream("201", None));
+    assert!(
+        matches!(&op, SettleOp::Promote { receipt: None, .. }),
+        "{op:?}"
+    );
+    // A release needs no proof, whatever came with the answer.
+    let op = settle_op(claim, upstream("503", Some("ab12")));
+    assert!(matches!(op, SettleOp::Release { .. }), "{op:?}");
+}
+
+#[test]
+fn a_batch_carries_receipts_only_to_a_store_of_wire_2() {
+    let claim = release(0).op.claim().clone();
+    let promote = Queued {
+        retries: 0,
+        op: SettleOp::Promote {
+            hook_id: claim.hook_id.clone(),
+            claim,
+            receipt: Some("ab12".into()),
+        },
+    };
+    let batch = [promote.clone(), release(1)];
+    let body = |wire: StoreWire| -> serde_json::Value {
+        serde_json::from_slice(&request_body(&batch, wire)).unwrap()
+    };
+    let mut v2 = StoreWire::default();
+    v2.heard(Some(2));
+    assert_eq!(body(v2)["ops"][0]["receipt"], "ab12");
+    // A store that named no version (v0.1.0's) refuses any field it doesn't
+    // know, and with it the whole batch: the promote goes, its receipt not.
+    for wire1 in [StoreWire::default(), {
+        let mut w = StoreWire::default();
+        w.heard(None);
+        w
+    }] {
+        let sent = body(wire1);
+        assert_eq!(sent["ops"][0]["op"], "promote");
+        assert_eq!(
+            sent["ops"][0]["hook_id"],
+            promote.op.claim().hook_id.as_str()
+        );
+        assert!(sent["ops"][0].get("receipt").is_none(), "{sent}");
+        assert_eq!(sent["ops"].as_array().unwrap().len(), 2);
+    }
+    // The queued operation keeps it, for a later batch to a store that speaks it.
+    assert!(matches!(
+        &batch[0].op,
+        SettleOp::Promote {
+            receipt: Some(_),
+            ..
+        }
     ));
 }

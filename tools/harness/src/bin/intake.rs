@@ -1,4 +1,5 @@
-//! `intake --listen 127.0.0.1:PORT --data-dir DIR [--dedupe-ttl-ms N] [--obey-test-headers]`
+//! `intake --listen 127.0.0.1:PORT --data-dir DIR [--dedupe-ttl-ms N] [--obey-test-headers]
+//! [--receipt-key-file PATH]`
 
 use ankusa_tools::intake::{self, Config, DEFAULT_DEDUPE_TTL_MS};
 use clap::Parser;
@@ -29,11 +30,27 @@ struct Args {
     /// tests and benchmarks only: any sender can set them through the edge).
     #[arg(long)]
     obey_test_headers: bool,
+    /// A file holding the store's receipt key (its first line that isn't
+    /// blank or a `#` comment): every 2xx for a hook it holds that came with
+    /// `x-ankusa-tenant` carries `x-ankusa-receipt`, the proof the store asks
+    /// before it commits the hook's claims. Without it, no receipts.
+    #[arg(long, env = "INTAKE_RECEIPT_KEY_FILE", value_name = "PATH")]
+    receipt_key_file: Option<PathBuf>,
 }
 
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
+    let receipt_key = match &args.receipt_key_file {
+        None => None,
+        Some(path) => match read_key(path) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                eprintln!("intake: {e}");
+                std::process::exit(2);
+            }
+        },
+    };
     let listener = match tokio::net::TcpListener::bind(&args.listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -42,19 +59,37 @@ async fn main() {
         }
     };
     eprintln!(
-        "intake: listening on {}, data in {}",
+        "intake: listening on {}, data in {}, {}",
         args.listen,
-        args.data_dir.display()
+        args.data_dir.display(),
+        if receipt_key.is_some() {
+            "receipts on"
+        } else {
+            "no receipts"
+        }
     );
     let config = Config {
         data_dir: args.data_dir,
         dedupe_ttl_ms: args.dedupe_ttl_ms,
         obey_test_headers: args.obey_test_headers,
+        receipt_key,
     };
     if let Err(e) = intake::run(listener, config, shutdown()).await {
         eprintln!("intake: {e}");
         std::process::exit(1);
     }
+}
+
+/// The signing key: the first key line of the file (a store may accept
+/// more, for a rotation). Errors name the file and line, never a key.
+fn read_key(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let origin = format!("--receipt-key-file {}", path.display());
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("{origin}: cannot read it: {e}"))?;
+    let keys = ankusa_core::wire::receipt::keys_of_file(&text, &origin)?;
+    keys.into_iter()
+        .next()
+        .ok_or_else(|| format!("{origin}: holds no key"))
 }
 
 /// SIGINT or SIGTERM. Answers already promised are synced before they are sent,

@@ -9,6 +9,14 @@
 //! `--obey-test-headers` (ignored otherwise: they reach it from any sender
 //! through the edge): `x-intake-delay-ms: N` sleeps before answering,
 //! `x-intake-status: CODE` answers CODE and stores nothing.
+//!
+//! With a receipt key (`--receipt-key-file`, the store's), every 2xx for a
+//! hook it holds that came with `x-ankusa-tenant` carries
+//! `x-ankusa-receipt: hex(HMAC-SHA256(key, "ankusa-receipt-v1\n" + tenant +
+//! "\n" + id))` for the id it holds the hook under (the older one when it
+//! reports a duplicate), the proof the store asks before it commits the
+//! hook's claims (`ankusa_core::wire::receipt`). A forced 2xx carries one
+//! too: it stands for an upstream that acknowledges the hook.
 
 mod index;
 pub mod journal;

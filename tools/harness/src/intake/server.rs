@@ -1,6 +1,7 @@
 //! HTTP for the intake: hyper 1.x, HTTP/1.1 and HTTP/2 on one port.
 
 use super::journal::{Journal, Outcome, Record};
+use ankusa_core::wire::receipt;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -9,6 +10,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::convert::Infallible;
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
@@ -28,6 +30,10 @@ pub struct Config {
     /// they are ignored: the edge forwards whatever a sender sets, and a
     /// sender must not be able to hold the intake or make it drop a hook.
     pub obey_test_headers: bool,
+    /// The key its receipts are signed with (the store's): each 2xx for a
+    /// hook it holds that came with `x-ankusa-tenant` carries
+    /// `x-ankusa-receipt`. None: no receipts.
+    pub receipt_key: Option<Vec<u8>>,
 }
 
 /// Serves `listener` until `shutdown` resolves.
@@ -37,6 +43,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), String> {
     let journal = Journal::open(&config.data_dir, config.dedupe_ttl_ms)?;
+    let receipt_key: Option<Arc<[u8]>> = config.receipt_key.as_deref().map(Arc::from);
     tokio::pin!(shutdown);
     loop {
         let (stream, _) = tokio::select! {
@@ -53,8 +60,11 @@ pub async fn run(
         };
         let journal = journal.clone();
         let obey = config.obey_test_headers;
+        let key = receipt_key.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| handle(req, journal.clone(), obey));
+            let service = hyper::service::service_fn(move |req| {
+                handle(req, journal.clone(), obey, key.clone())
+            });
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
@@ -63,12 +73,16 @@ pub async fn run(
     }
 }
 
+/// The key receipts are signed with, shared by every connection.
+type ReceiptKey = Option<Arc<[u8]>>;
+
 async fn handle(
     req: Request<Incoming>,
     journal: Journal,
     obey: bool,
+    key: ReceiptKey,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    Ok(answer(req, journal, obey)
+    Ok(answer(req, journal, obey, key)
         .await
         .unwrap_or_else(Refusal::into_response))
 }
@@ -91,7 +105,7 @@ impl Refusal {
 
 type Answer = Result<Response<Full<Bytes>>, Refusal>;
 
-async fn answer(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
+async fn answer(req: Request<Incoming>, journal: Journal, obey: bool, key: ReceiptKey) -> Answer {
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => Ok(json(StatusCode::OK, serde_json::json!({"status": "ok"}))),
         (&Method::GET, "/hooks") => {
@@ -112,7 +126,7 @@ async fn answer(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer 
                 "duplicates_caught": journal.duplicates_caught(),
             }),
         )),
-        (&Method::POST, _) => store(req, journal, obey).await,
+        (&Method::POST, _) => store(req, journal, obey, key).await,
         (&Method::GET, path) => Err(error(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -126,8 +140,9 @@ async fn answer(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer 
     }
 }
 
-/// `obey`: the test headers are read (see [`Config::obey_test_headers`]).
-async fn store(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
+/// `obey`: the test headers are read (see [`Config::obey_test_headers`]);
+/// `key`: a stored hook's answer carries its receipt.
+async fn store(req: Request<Incoming>, journal: Journal, obey: bool, key: ReceiptKey) -> Answer {
     let (delay_ms, forced) = if obey {
         (
             header_number(&req, "x-intake-delay-ms", 0..=MAX_DELAY_MS)?,
@@ -163,12 +178,27 @@ async fn store(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
     if let Some(delay_ms) = delay_ms {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     }
+    // The receipt names the id the hook is held under: its own, or an
+    // older copy's when the index reports a duplicate.
+    let receipt_tenant = tenant.clone();
+    let receipt_for = |held: &str| {
+        key.as_deref()
+            .zip(receipt_tenant.as_deref())
+            .map(|(key, tenant)| receipt::receipt(key, tenant, held))
+    };
     if let Some(code) = forced {
         let status = StatusCode::from_u16(code as u16).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        return Ok(json(
+        let mut response = json(
             status,
             serde_json::json!({"status": "forced", "code": code}),
-        ));
+        );
+        // A forced 2xx stands for an upstream that acknowledges what it
+        // doesn't keep (the benchmarks' upstream): it vouches for the hook
+        // as a 2xx does, with a receipt.
+        if status.is_success() {
+            with_receipt(&mut response, receipt_for(&id));
+        }
+        return Ok(response);
     }
     let (body, body_b64) = match String::from_utf8(body.to_vec()) {
         Ok(text) => (Some(text), None),
@@ -184,10 +214,14 @@ async fn store(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
         body_b64,
     };
     match journal.append(record).await {
-        Ok(Outcome::Stored(id)) => Ok(json(
-            StatusCode::CREATED,
-            serde_json::json!({"status": "accepted", "id": id}),
-        )),
+        Ok(Outcome::Stored(id)) => {
+            let mut response = json(
+                StatusCode::CREATED,
+                serde_json::json!({"status": "accepted", "id": id}),
+            );
+            with_receipt(&mut response, receipt_for(&id));
+            Ok(response)
+        }
         Ok(Outcome::Duplicate(old)) => {
             let mut response = json(
                 StatusCode::CREATED,
@@ -196,6 +230,7 @@ async fn store(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
             if let Ok(value) = hyper::header::HeaderValue::from_str(&old) {
                 response.headers_mut().insert("x-ankusa-hook-id", value);
             }
+            with_receipt(&mut response, receipt_for(&old));
             Ok(response)
         }
         // Not stored, so not a 2xx: the edge releases its claim and the sender retries.
@@ -204,6 +239,14 @@ async fn store(req: Request<Incoming>, journal: Journal, obey: bool) -> Answer {
             "storage_unavailable",
             &message,
         )),
+    }
+}
+
+/// Adds `x-ankusa-receipt` to a stored hook's answer (lower-case hex, always
+/// a valid header value).
+fn with_receipt(response: &mut Response<Full<Bytes>>, receipt: Option<String>) {
+    if let Some(value) = receipt.and_then(|r| hyper::header::HeaderValue::from_str(&r).ok()) {
+        response.headers_mut().insert(receipt::HEADER, value);
     }
 }
 

@@ -91,7 +91,7 @@ fn an_admitted_hook_says_the_store_decided_and_how_long_it_waited() {
         .effects
         .contains(&Effect::Header(HOOK_ID, Some(hook_id))));
     // Published once: the upstream's answer and the stream's end add none.
-    assert!(decisions(&hook.on_upstream_headers(Some("201"), None)).is_empty());
+    assert!(decisions(&hook.on_upstream_headers(Some("201"), None, None)).is_empty());
     assert!(decisions(&hook.on_stream_end()).is_empty());
 }
 
