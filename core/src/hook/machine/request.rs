@@ -32,6 +32,10 @@ impl Hook {
         for name in headers.remove_prefixed(OWN_PREFIX) {
             self.emit(Effect::RemoveHeader(name));
         }
+        let traceparent = headers
+            .get_str(crate::hook::trace_context::TRACEPARENT)
+            .and_then(crate::hook::trace_context::parse);
+        self.decision.trace.clone_from(&traceparent);
         let path = headers.get_str(":path").unwrap_or_default();
         let route = match crate::hook::route::route(env.config, path) {
             Ok(route) => route,
@@ -62,9 +66,7 @@ impl Hook {
             event_key: None,
             body_len: 0,
             replay_key: None,
-            traceparent: headers
-                .get_str(crate::hook::trace_context::TRACEPARENT)
-                .and_then(crate::hook::trace_context::parse),
+            traceparent,
         });
         self.headers = headers;
         if needs_body && !end_of_stream {
