@@ -14,6 +14,10 @@ pub enum StoreError {
     TooLarge {
         limit: usize,
     },
+    /// The body did not arrive within `--body-read-timeout-ms`.
+    BodyTimeout {
+        ms: u64,
+    },
     NotFound {
         path: String,
     },
@@ -77,6 +81,7 @@ impl StoreError {
         match self {
             StoreError::BadRequest(_) => StatusCode::BAD_REQUEST,
             StoreError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            StoreError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             StoreError::NotFound { .. } | StoreError::NoOverride { .. } => StatusCode::NOT_FOUND,
             StoreError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             StoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -92,6 +97,7 @@ impl StoreError {
     pub fn code(&self) -> &'static str {
         match self {
             StoreError::BadRequest(_) | StoreError::TooLarge { .. } => "bad_request",
+            StoreError::BodyTimeout { .. } => "body_timeout",
             StoreError::NotFound { .. } => "not_found",
             StoreError::NoOverride { .. } => "no_override",
             StoreError::MethodNotAllowed { .. } => "method_not_allowed",
@@ -108,6 +114,9 @@ impl StoreError {
         let message = match self {
             StoreError::BadRequest(m) => m.clone(),
             StoreError::TooLarge { limit } => format!("body is over {limit} bytes"),
+            StoreError::BodyTimeout { ms } => {
+                format!("the body did not arrive within {ms} ms")
+            }
             StoreError::NotFound { path } => format!("no route {path}"),
             StoreError::NoOverride { tenant } => {
                 format!("tenant {tenant:?} has no override in force")
@@ -183,6 +192,16 @@ mod tests {
         assert_eq!(
             (e.status(), e.code()),
             (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
+    }
+
+    #[test]
+    fn a_body_that_never_arrives_is_a_408() {
+        let e = StoreError::BodyTimeout { ms: 10_000 };
+        assert_eq!(e.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(
+            (e.body().error.as_str(), e.body().message.as_str()),
+            ("body_timeout", "the body did not arrive within 10000 ms")
         );
     }
 

@@ -1,8 +1,8 @@
 //! The service's Prometheus metrics, in their own registry.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 pub struct Metrics {
@@ -43,6 +43,13 @@ pub struct Metrics {
     /// `ankusa_store_cluster_redirects_unfinished_total`: hits still redirected
     /// when their rounds or their caller's budget ran out (answered `redis_unavailable`).
     pub redirects_unfinished: IntCounter,
+    /// `ankusa_store_connections{state}`: open connections, `authenticated`
+    /// (one of their requests carried an accepted token) or `unauthenticated`.
+    pub connections: IntGaugeVec,
+    /// `ankusa_store_connections_closed_total{why}`: connections the store
+    /// closed: for the limit (`limit_unauthenticated`, `limit_idle`; a new
+    /// one refused: `limit_refused`) or idle past the timeout (`idle`).
+    pub connections_closed: IntCounterVec,
 }
 
 impl Metrics {
@@ -158,6 +165,22 @@ impl Metrics {
             "Edges heard from within the live-edge TTL, as last counted in Redis.",
         )
         .expect("static metric definition");
+        let connections = IntGaugeVec::new(
+            Opts::new(
+                "ankusa_store_connections",
+                "Open connections: authenticated (a request carried an accepted token) or not.",
+            ),
+            &["state"],
+        )
+        .expect("static metric definition");
+        let connections_closed = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_connections_closed_total",
+                "Connections the store closed: for the connection limit, or idle past the timeout.",
+            ),
+            &["why"],
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(redis_seconds.clone()),
@@ -175,6 +198,8 @@ impl Metrics {
             Box::new(live_edges.clone()),
             Box::new(redirects.clone()),
             Box::new(redirects_unfinished.clone()),
+            Box::new(connections.clone()),
+            Box::new(connections_closed.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
         }
@@ -196,6 +221,8 @@ impl Metrics {
             live_edges,
             redirects,
             redirects_unfinished,
+            connections,
+            connections_closed,
         }
     }
 

@@ -47,6 +47,18 @@ impl Store {
         Self::healthy(proc, port)
     }
 
+    /// [`Store::start`] in a process allowed `descriptors` open files
+    /// (`ulimit -n`, soft and hard), as a container's limit would: the store
+    /// sizes its connection limit from it.
+    pub fn start_limited(redis_url: &str, descriptors: u64) -> Store {
+        let env = run_tokens();
+        let (proc, port) = spawn_listening(
+            |port| Self::spawn_limited(port, redis_url, &[], &env, Some(descriptors)),
+            Duration::from_secs(10),
+        );
+        Self::healthy(proc, port)
+    }
+
     /// Starts on `port` with `extra_args` (e.g. `["--settle-window-ms", "50"]`),
     /// accepting the run's edge token ([`crate::token::run_token`]), which the
     /// edges of [`crate::envoy`] present, and its operator token
@@ -69,8 +81,29 @@ impl Store {
     }
 
     fn spawn_proc(port: u16, redis_url: &str, extra_args: &[&str], env: &[(&str, &str)]) -> Proc {
+        Self::spawn_limited(port, redis_url, extra_args, env, None)
+    }
+
+    fn spawn_limited(
+        port: u16,
+        redis_url: &str,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        descriptors: Option<u64>,
+    ) -> Proc {
         let listen = format!("127.0.0.1:{port}");
-        let mut cmd = Command::new(workspace_bin("ankusa-store"));
+        let bin = workspace_bin("ankusa-store");
+        let mut cmd = match descriptors {
+            None => Command::new(bin),
+            Some(n) => {
+                // The shell sets the limit, then becomes the store (same pid).
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(bin);
+                sh
+            }
+        };
         cmd.args(["--listen", &listen, "--redis-url", redis_url])
             .args(extra_args)
             .env_remove(OLD_STORE_TOKENS_ENV);
