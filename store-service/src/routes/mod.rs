@@ -230,7 +230,8 @@ pub fn budget(shared: &Shared, req: &Request<Incoming>) -> Result<Duration, Stor
         ))),
         Ok(ms) => Ok(Duration::from_millis(ms).min(shared.max_budget)),
         Err(_) => Err(StoreError::BadRequest(format!(
-            "{BUDGET_HEADER}: {text:?} is not a whole number of ms"
+            "{BUDGET_HEADER}: {} is not a whole number of ms",
+            crate::errors::quote(text)
         ))),
     }
 }
