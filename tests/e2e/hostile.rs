@@ -1,10 +1,14 @@
 //! Hostile requests through a real edge (Envoy + the filter, fleet scope, real
 //! store and Redis): each probe gets a clear status while a steady stream of
-//! ordinary hooks keeps being admitted; and distinct tenants and event ids by
-//! the tens of thousands leave the edge's and the store's memory bounded.
+//! ordinary hooks keeps being admitted; distinct tenants and event ids by
+//! the tens of thousands leave the edge's and the store's memory bounded;
+//! and connection floods, at an edge and at the store, each run with the
+//! descriptor limit of the issue that found them, leave hooks answered.
 //!
-//! With `ANKUSA_RELIABILITY_DIR` set, the figures go to `hostile.md` there
+//! With `ANKUSA_RELIABILITY_DIR` set, the figures go to `hostile-*.md` there
 //! (`scripts/reliability.sh` puts them in `RELIABILITY.md`).
+
+mod floods;
 
 use ankusa_testkit::envoy::fleet_filter_config;
 use ankusa_testkit::process::rss_kib;
@@ -239,7 +243,7 @@ fn probes() -> Vec<Probe> {
     ]
 }
 
-fn save(name: &str, text: &str) {
+pub(crate) fn save(name: &str, text: &str) {
     if let Ok(dir) = std::env::var("ANKUSA_RELIABILITY_DIR") {
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(std::path::Path::new(&dir).join(name), text);
