@@ -307,7 +307,7 @@ fn idle_h2c_connections_at_the_store_leave_the_edges_calls_answered() {
     let shed = store.metric("ankusa_store_connections_closed_total{why=\"limit_unauthenticated\"}");
     let admitted = statuses.iter().filter(|s| **s == 201).count();
     let line = format!(
-        "| {IDLE_H2C} idle h2c connections (an opening, then nothing; no token) at a store allowed {STORE_DESCRIPTORS} open files, before the edge's first call ({} connected) | {admitted} of {hooks} hooks admitted, {decided:.0} decided by the store, {fallbacks:.0} fell back | the store's limit was 192; it closed {shed:.0} unauthenticated connections to make room |\n",
+        "| {IDLE_H2C} idle h2c connections (an opening, then nothing; no token) at a store allowed {STORE_DESCRIPTORS} open files, before the edge's first call ({} connected) | {admitted} of {hooks} hooks admitted, {decided:.0} decided by the store, {fallbacks:.0} fell back | the store (its limit: 256 descriptors less 64, 192 connections) closed {shed:.0} unauthenticated connections to make room |\n",
         flood.len()
     );
     eprintln!("{line}");
