@@ -116,6 +116,11 @@ const REFUSED: &[(&str, &str)] = &[
     ("unknown_preset", "sources.gh.dedupe: unknown preset \"gitlab\"; PRESETS_HINT"),
     ("bad_dedupe_header", "sources.gh.dedupe.header: \"x event id\" is not an HTTP header name"),
     (
+        "dedupe_header_in_edge_namespace",
+        "sources.gh.dedupe.header: \"X-Ankusa-Event-Key\" is in the edge's own header namespace \
+         (x-ankusa-*): the edge removes every such header a sender sets, so no rule can read it",
+    ),
+    (
         "bad_dedupe_json_path",
         "sources.gh.dedupe.json: \"data..id\" has an empty segment; write a dot path like \"data.object.id\"",
     ),
@@ -166,6 +171,11 @@ const REFUSED: &[(&str, &str)] = &[
         "sources.gh.verify.header: is required for scheme \"hmac_sha256\": the header holding the signature",
     ),
     ("verify_generic_bad_header", "sources.gh.verify.header: \"x sig\" is not an HTTP header name"),
+    (
+        "verify_generic_header_in_edge_namespace",
+        "sources.gh.verify.header: \"x-ankusa-signature\" is in the edge's own header namespace \
+         (x-ankusa-*): the edge removes every such header a sender sets, so no rule can read it",
+    ),
     (
         "verify_generic_bad_encoding",
         "sources.gh.verify.encoding: unknown encoding \"base32\"; expected \"hex\" or \"base64\"",

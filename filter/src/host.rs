@@ -96,6 +96,7 @@ pub fn perform_riding<H: Host>(
     for effect in step.effects {
         match effect {
             Effect::Header(name, value) => host.set_request_header(name, value.as_deref()),
+            Effect::RemoveHeader(name) => host.set_request_header(&name, None),
             Effect::ResponseHeader(name, value) => host.set_response_header(name, &value),
             Effect::RemoveResponseHeader(name) => host.remove_response_header(name),
             Effect::Reply(reply) => host.reply(&reply),

@@ -48,6 +48,23 @@ pub struct Config {
         default_value_t = 30_000
     )]
     pub header_read_timeout_ms: u64,
+    /// How long a request's body may take to arrive once its headers have
+    /// (ms); a slower one is answered 408 `body_timeout` and its connection
+    /// closed. The largest body (a settle of 8 MiB) needs 0.8 MiB/s at the
+    /// default.
+    #[arg(
+        long,
+        env = "ANKUSA_STORE_BODY_READ_TIMEOUT_MS",
+        default_value_t = 10_000
+    )]
+    pub body_read_timeout_ms: u64,
+    /// Most connections open at once; 0: the process's descriptor limit
+    /// (`ulimit -n`) less 64 kept for Redis and files, at most 16 384. At the
+    /// limit a new connection closes the oldest one that has not yet sent an
+    /// accepted token, else the authenticated one idle the longest, else it
+    /// is itself closed (see `store-service/README.md`, "Connections").
+    #[arg(long, env = "ANKUSA_STORE_MAX_CONNECTIONS", default_value_t = 0)]
+    pub max_connections: usize,
     /// A file of the edges' bearer tokens, one per line (`#` comments
     /// allowed): hits, settles, reading overrides. More can come from the
     /// ANKUSA_STORE_EDGE_TOKENS environment variable (comma separated).
@@ -126,6 +143,8 @@ impl Config {
             settle_batch_max: 2000,
             settle_queue_max: 100_000,
             header_read_timeout_ms: 30_000,
+            body_read_timeout_ms: 10_000,
+            max_connections: 0,
             edge_token_file: None,
             operator_token_file: None,
             token_file: None,
@@ -182,6 +201,20 @@ impl Config {
         Duration::from_millis(self.header_read_timeout_ms.max(1))
     }
 
+    pub fn body_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_read_timeout_ms.max(1))
+    }
+
+    /// `--max-connections`, or (0) what the descriptor limit allows (see
+    /// [`connections_for`]).
+    pub fn connection_limit(&self) -> usize {
+        if self.max_connections > 0 {
+            return self.max_connections;
+        }
+        let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        connections_for(soft)
+    }
+
     pub fn max_budget(&self) -> Duration {
         Duration::from_millis(self.max_budget_ms.max(1))
     }
@@ -189,6 +222,22 @@ impl Config {
     pub fn settle_window(&self) -> Duration {
         Duration::from_millis(self.settle_window_ms)
     }
+}
+
+/// Descriptors the store keeps for itself below its limit: the listener,
+/// Redis connections (one per node, and the probe's), log and token files.
+pub const RESERVED_DESCRIPTORS: u64 = 64;
+/// The most connections the store takes by default, whatever its
+/// descriptor limit: each costs memory (a task, buffers) even when idle.
+pub const MAX_DEFAULT_CONNECTIONS: usize = 16_384;
+
+/// The connection limit a soft descriptor limit of `soft` allows (None:
+/// unlimited): `soft` less [`RESERVED_DESCRIPTORS`], at least 16, at most
+/// [`MAX_DEFAULT_CONNECTIONS`].
+pub fn connections_for(soft: Option<u64>) -> usize {
+    let allowed = soft.map_or(u64::MAX, |s| s.saturating_sub(RESERVED_DESCRIPTORS));
+    let allowed = usize::try_from(allowed).unwrap_or(usize::MAX);
+    allowed.clamp(16, MAX_DEFAULT_CONNECTIONS)
 }
 
 /// How log lines are written (`--log-format`).

@@ -1,6 +1,13 @@
 //! Every way a request can fail, and the one mapping to an HTTP status and
 //! [`ErrorBody`]. Redis's own messages are logged, never sent: callers get a
 //! stable code they can act on.
+//!
+//! What a caller sent comes back bounded: a path, method or header value is
+//! shown by [`echo`] or [`quote`] (at most [`MAX_ECHO`] characters,
+//! escaped), and a whole message, whatever a parser put in it (serde names
+//! the field it did not expect, a validation error the value it refused), is
+//! cut to [`MAX_MESSAGE`] bytes. So a caller can't make the store write
+//! megabytes back to it, or into its log.
 
 use ankusa_core::wire::ErrorBody;
 use hyper::StatusCode;
@@ -13,6 +20,10 @@ pub enum StoreError {
     /// The body is larger than the service reads.
     TooLarge {
         limit: usize,
+    },
+    /// The body did not arrive within `--body-read-timeout-ms`.
+    BodyTimeout {
+        ms: u64,
     },
     NotFound {
         path: String,
@@ -77,6 +88,7 @@ impl StoreError {
         match self {
             StoreError::BadRequest(_) => StatusCode::BAD_REQUEST,
             StoreError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            StoreError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             StoreError::NotFound { .. } | StoreError::NoOverride { .. } => StatusCode::NOT_FOUND,
             StoreError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             StoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -92,6 +104,7 @@ impl StoreError {
     pub fn code(&self) -> &'static str {
         match self {
             StoreError::BadRequest(_) | StoreError::TooLarge { .. } => "bad_request",
+            StoreError::BodyTimeout { .. } => "body_timeout",
             StoreError::NotFound { .. } => "not_found",
             StoreError::NoOverride { .. } => "no_override",
             StoreError::MethodNotAllowed { .. } => "method_not_allowed",
@@ -108,12 +121,16 @@ impl StoreError {
         let message = match self {
             StoreError::BadRequest(m) => m.clone(),
             StoreError::TooLarge { limit } => format!("body is over {limit} bytes"),
-            StoreError::NotFound { path } => format!("no route {path}"),
+            StoreError::BodyTimeout { ms } => {
+                format!("the body did not arrive within {ms} ms")
+            }
+            StoreError::NotFound { path } => format!("no route {}", echo(path)),
+            // A tenant the route checked: 1 to 64 characters of [A-Za-z0-9_-].
             StoreError::NoOverride { tenant } => {
                 format!("tenant {tenant:?} has no override in force")
             }
             StoreError::MethodNotAllowed { method, path } => {
-                format!("{method} is not allowed on {path}")
+                format!("{} is not allowed on {}", echo(method), echo(path))
             }
             StoreError::Unauthorized(crate::auth::Refusal::Missing) => {
                 "send `authorization: Bearer <token>` with a token the store accepts".into()
@@ -122,8 +139,10 @@ impl StoreError {
                 "the bearer token is not one the store accepts".into()
             }
             StoreError::Forbidden { role, method, path } => format!(
-                "an {} token may not {method} {path}; it needs an operator token",
-                role.as_str()
+                "an {} token may not {} {}; it needs an operator token",
+                role.as_str(),
+                echo(method),
+                echo(path)
             ),
             StoreError::Overloaded { queued_max } => {
                 format!("the settle queue holds its {queued_max} operations; retry later")
@@ -136,9 +155,51 @@ impl StoreError {
         };
         ErrorBody {
             error: self.code().into(),
-            message,
+            message: bounded(message),
         }
     }
+}
+
+/// The most characters of a caller's value an error message shows.
+pub const MAX_ECHO: usize = 64;
+/// The most bytes of an error message.
+pub const MAX_MESSAGE: usize = 512;
+
+/// `value` as an error message shows it: as it is when short and made of
+/// `[A-Za-z0-9_.:/@+-]` (a path, a method, a number), else as [`quote`]
+/// shows it.
+pub fn echo(value: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_.:/@+-".contains(c);
+    if !value.is_empty() && value.len() <= MAX_ECHO && value.chars().all(plain) {
+        return value.to_string();
+    }
+    quote(value)
+}
+
+/// `value` quoted, control and non-ASCII characters escaped, cut to
+/// [`MAX_ECHO`] characters (`…` and its length in bytes say it was).
+pub fn quote(value: &str) -> String {
+    let shown: String = value.chars().take(MAX_ECHO).collect();
+    if shown.len() == value.len() {
+        format!("{shown:?}")
+    } else {
+        format!("{shown:?}… ({} bytes)", value.len())
+    }
+}
+
+/// `message` cut to [`MAX_MESSAGE`] bytes on a character boundary, `…`
+/// marking the cut.
+fn bounded(mut message: String) -> String {
+    if message.len() <= MAX_MESSAGE {
+        return message;
+    }
+    let mut end = MAX_MESSAGE - '…'.len_utf8();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message.truncate(end);
+    message.push('…');
+    message
 }
 
 impl fmt::Display for StoreError {
@@ -183,6 +244,48 @@ mod tests {
         assert_eq!(
             (e.status(), e.code()),
             (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
+    }
+
+    /// A path, method or tenant came back whole (a 60 KiB path: 60 KiB of
+    /// message), and so did whatever a parser's message held.
+    #[test]
+    fn what_a_caller_sent_comes_back_cut_and_escaped() {
+        let path = format!("/v1/{}", "p".repeat(70_000));
+        let e = StoreError::NotFound { path: path.clone() };
+        let message = e.body().message;
+        assert!(message.len() < 120, "{message}");
+        assert!(
+            message.starts_with(r#"no route "/v1/ppp"#) && message.ends_with("… (70004 bytes)"),
+            "{message}"
+        );
+        let e = StoreError::MethodNotAllowed {
+            method: "GET\u{1b}[2J".into(),
+            path: "/v1/hit".into(),
+        };
+        assert_eq!(
+            e.body().message,
+            r#""GET\u{1b}[2J" is not allowed on /v1/hit"#
+        );
+        let e = StoreError::BadRequest(format!("unknown field `{}`", "f".repeat(1 << 20)));
+        let message = e.body().message;
+        assert!(message.len() <= MAX_MESSAGE, "{}", message.len());
+        assert!(message.starts_with("unknown field `fff") && message.ends_with('…'));
+        let e = StoreError::BadRequest(format!("{}é", "x".repeat(MAX_MESSAGE - 4)));
+        assert!(e.body().message.len() <= MAX_MESSAGE);
+        assert_eq!(
+            e.to_string().len(),
+            "bad_request: ".len() + e.body().message.len()
+        );
+    }
+
+    #[test]
+    fn a_body_that_never_arrives_is_a_408() {
+        let e = StoreError::BodyTimeout { ms: 10_000 };
+        assert_eq!(e.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(
+            (e.body().error.as_str(), e.body().message.as_str()),
+            ("body_timeout", "the body did not arrive within 10000 ms")
         );
     }
 

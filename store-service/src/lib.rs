@@ -5,6 +5,7 @@
 //! - [`tokens`]: the accepted bearer tokens by role (edge, operator), from files and the environment.
 //! - [`config`]: flags, environment fallbacks, and the Redis target (single or Cluster).
 //! - [`server`]: the listener (HTTP/1.1 and h2c) and the graceful stop; tests call [`server::run`].
+//! - [`conns`]: the open connections: the limit, who made room, idle and header timeouts.
 //! - [`endpoint`]: every endpoint once: its path, methods, the role it needs, whether it is counted.
 //! - [`routes`]: the handler of each endpoint: budget, body, deadline, answer and metrics.
 //! - [`backend`]: the Redis connection, made and probed in the background.
@@ -20,6 +21,7 @@ pub mod auth;
 pub mod backend;
 pub mod batcher;
 pub mod config;
+pub mod conns;
 pub mod edges;
 pub mod endpoint;
 pub mod errors;

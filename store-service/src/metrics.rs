@@ -1,8 +1,8 @@
 //! The service's Prometheus metrics, in their own registry.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 pub struct Metrics {
@@ -52,6 +52,13 @@ pub struct Metrics {
     wire_unknown: IntCounterVec,
     /// The `field` labels given so far: at most [`MAX_UNKNOWN_LABELS`].
     unknown_labels: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// `ankusa_store_connections{state}`: open connections, `authenticated`
+    /// (one of their requests carried an accepted token) or `unauthenticated`.
+    pub connections: IntGaugeVec,
+    /// `ankusa_store_connections_closed_total{why}`: connections the store
+    /// closed: for the limit (`limit_unauthenticated`, `limit_idle`; a new
+    /// one refused: `limit_refused`) or idle past the timeout (`idle`).
+    pub connections_closed: IntCounterVec,
 }
 
 /// Distinct `field` labels of `ankusa_store_wire_unknown_total`; later
@@ -198,6 +205,22 @@ impl Metrics {
         ] {
             receipts.with_label_values(&[result, applied]);
         }
+        let connections = IntGaugeVec::new(
+            Opts::new(
+                "ankusa_store_connections",
+                "Open connections: authenticated (a request carried an accepted token) or not.",
+            ),
+            &["state"],
+        )
+        .expect("static metric definition");
+        let connections_closed = IntCounterVec::new(
+            Opts::new(
+                "ankusa_store_connections_closed_total",
+                "Connections the store closed: for the connection limit, or idle past the timeout.",
+            ),
+            &["why"],
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(receipts.clone()),
@@ -217,6 +240,8 @@ impl Metrics {
             Box::new(live_edges.clone()),
             Box::new(redirects.clone()),
             Box::new(redirects_unfinished.clone()),
+            Box::new(connections.clone()),
+            Box::new(connections_closed.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
         }
@@ -241,6 +266,8 @@ impl Metrics {
             receipts,
             wire_unknown,
             unknown_labels: Default::default(),
+            connections,
+            connections_closed,
         }
     }
 

@@ -47,3 +47,18 @@ impl Default for Scripts {
 pub fn hit_source() -> String {
     format!("{GCRA_LUA}\n{HIT_BODY}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_is_kept_no_longer_than_the_longest_claim() {
+        let line = HIT_BODY
+            .lines()
+            .find_map(|l| l.strip_prefix("local MAX_BUCKET_TTL_MS = "))
+            .expect("hit.lua names its bucket TTL cap");
+        let cap: u64 = line.trim().parse().expect("a whole number of ms");
+        assert_eq!(cap, ankusa_core::limit::limits::TTL_MS.max);
+    }
+}

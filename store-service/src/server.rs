@@ -1,10 +1,12 @@
 //! The listener loop: HTTP/1.1 keep-alive and cleartext HTTP/2 (prior
-//! knowledge) on one port, and a graceful stop that flushes queued settles.
+//! knowledge) on one port, each connection held to [`crate::conns`]'s limit
+//! and timeouts, and a graceful stop that flushes queued settles.
 
 use crate::auth::{self, Auth};
 use crate::backend::Backend;
 use crate::batcher;
 use crate::config::{Config, RedisTarget};
+use crate::conns::{BodyTimeout, Close, Conns, Registered};
 use crate::edges::LiveEdges;
 use crate::metrics::Metrics;
 use crate::receipts;
@@ -12,7 +14,6 @@ use crate::routes::{self, Shared};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,12 +77,30 @@ pub async fn run(
         auth,
         receipts,
     });
-    let graceful = GracefulShutdown::new();
+    let conns = Conns::new(
+        config.connection_limit(),
+        Arc::clone(&shared.backend.metrics),
+    );
+    tracing::info!(
+        "at most {} connections open at once ({})",
+        conns.limit(),
+        if config.max_connections > 0 {
+            "--max-connections".to_string()
+        } else {
+            format!(
+                "the descriptor limit less {}",
+                crate::config::RESERVED_DESCRIPTORS
+            )
+        }
+    );
     let header_timeout = config.header_read_timeout();
+    let body_timeout = BodyTimeout(config.body_read_timeout());
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // A client that opens a request and never finishes its headers is
     // disconnected after `header_timeout`, so idle half-requests can't hold
     // sockets and tasks forever. Keep-alive stays on: edges pool connections.
+    // HTTP/2 has no such bound in hyper: the connection's own idle timeout
+    // (the same `header_timeout`, see `serve`) covers both.
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -104,36 +123,40 @@ pub async fn run(
                 continue;
             }
         };
+        // At the limit, room is made (or the new one is dropped: closed).
+        let Some(registered) = conns.admit() else {
+            continue;
+        };
         let _ = stream.set_nodelay(true);
+        let conn = Arc::clone(registered.conn());
         let shared = Arc::clone(&shared);
-        let service = service_fn(move |req| routes::handle(Arc::clone(&shared), req));
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        let mut stopping = stopping.clone();
-        tokio::spawn(async move {
-            // hyper's header timeout starts once the protocol is known; the
-            // first bytes that tell HTTP/1.1 from HTTP/2 get the same bound.
-            // A stop doesn't wait for a connection that hasn't said anything.
-            tokio::select! {
-                known = protocol_known_within(&stream, header_timeout) => if !known {
-                    tracing::debug!("connection: no request within {header_timeout:?}");
-                    return;
-                },
-                _ = stopping.wait_for(|stopping| *stopping) => return,
-            }
-            let conn = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned();
-            if let Err(e) = watcher.watch(conn).await {
-                tracing::debug!("connection: {e}");
+        let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            let busy = conn.begin();
+            req.extensions_mut().insert(Arc::clone(&conn));
+            req.extensions_mut().insert(body_timeout);
+            let shared = Arc::clone(&shared);
+            async move {
+                let reply = routes::handle(shared, req).await;
+                drop(busy);
+                reply
             }
         });
+        let builder = builder.clone();
+        let stopping = stopping.clone();
+        tokio::spawn(serve(
+            stream,
+            builder,
+            service,
+            registered,
+            stopping,
+            header_timeout,
+        ));
     }
 
     tracing::info!("stopping: no new connections, flushing settles");
     drop(listener);
     let _ = draining_tx.send(true);
-    if tokio::time::timeout(DRAIN_GRACE, graceful.shutdown())
+    if tokio::time::timeout(DRAIN_GRACE, conns.all_closed())
         .await
         .is_err()
     {
@@ -153,6 +176,70 @@ pub async fn run(
         reload.abort();
     }
     Ok(())
+}
+
+/// Serves one connection until it ends, the store stops, the registry asks
+/// it to close (the connection limit), or it has had no request in flight
+/// for `idle_timeout`. A graceful close that the peer doesn't let finish
+/// (it never reads its answers) ends after [`DRAIN_GRACE`].
+async fn serve<S>(
+    stream: TcpStream,
+    builder: auto::Builder<TokioExecutor>,
+    service: S,
+    registered: Registered,
+    mut stopping: watch::Receiver<bool>,
+    idle_timeout: Duration,
+) where
+    S: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = routes::Reply,
+            Error = std::convert::Infallible,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    // hyper's header timeout starts once the protocol is known; the first
+    // bytes that tell HTTP/1.1 from HTTP/2 get the same bound. A stop, or the
+    // limit, doesn't wait for a connection that hasn't said anything.
+    tokio::select! {
+        known = protocol_known_within(&stream, idle_timeout) => if !known {
+            tracing::debug!("connection: no request within {idle_timeout:?}");
+            return;
+        },
+        _ = stopping.wait_for(|stopping| *stopping) => return,
+        _ = registered.asked() => return,
+    }
+    let conn = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .into_owned();
+    tokio::pin!(conn);
+    let mut closing_by: Option<tokio::time::Instant> = None;
+    loop {
+        let closing = closing_by.is_some();
+        let give_up = closing_by.unwrap_or_else(tokio::time::Instant::now);
+        tokio::select! {
+            served = conn.as_mut() => {
+                if let Err(e) = served {
+                    tracing::debug!("connection: {e}");
+                }
+                return;
+            }
+            _ = stopping.wait_for(|stopping| *stopping), if !closing => {}
+            how = registered.asked(), if !closing => {
+                if how == Close::Now {
+                    return;
+                }
+            }
+            () = registered.idle_for(idle_timeout), if !closing => {
+                tracing::debug!("connection: idle for {idle_timeout:?}");
+                registered.note_idle_close();
+            }
+            () = tokio::time::sleep_until(give_up), if closing => return,
+        }
+        // Each branch that lands here asks for a graceful close, once.
+        conn.as_mut().graceful_shutdown();
+        closing_by = Some(tokio::time::Instant::now() + DRAIN_GRACE);
+    }
 }
 
 /// The HTTP/2 prior-knowledge preface; its first bytes decide the protocol.

@@ -8,6 +8,7 @@
 //! [`crate::envoy::Edge::spawn_logged`]) write one; the template itself has
 //! no access log, so benchmarks pay nothing for it.
 
+pub use ankusa_core::hook::decision::FIELDS;
 use std::path::Path;
 
 /// The docker-compose edge, whose access log format every shipped config shares.
@@ -94,9 +95,24 @@ pub fn parse_line(line: &str) -> Option<Held> {
     })
 }
 
-/// The filter's decision a line ends with (`outcome=… store_us=…`), or None.
+/// The filter's decision a line ends with (`outcome=… trace=…`), or None
+/// (a request the filter never decided ends in `-`). It is read from the
+/// end: the decision is always the line's last [`FIELDS`] words, in order,
+/// and no value in it holds a space (the filter escapes them), so nothing a
+/// sender put in the request line, an event key or a `traceparent` can move
+/// or forge a field.
 pub fn decision(line: &str) -> Option<&str> {
-    line.find(" outcome=").map(|at| line[at + 1..].trim_end())
+    let line = line.trim_end_matches(['\n', '\r']);
+    let mut start = line.len();
+    for _ in 0..FIELDS.len() {
+        start = line[..start].rfind(' ')?;
+    }
+    let decided = &line[start + 1..];
+    let in_order = decided
+        .split(' ')
+        .zip(FIELDS)
+        .all(|(word, name)| word.strip_prefix(name).is_some_and(|v| v.starts_with('=')));
+    in_order.then_some(decided)
 }
 
 /// One field of a decision (`outcome`, `decided`, …), as written.
@@ -150,9 +166,9 @@ mod tests {
 
     #[test]
     fn the_decision_ends_a_line_and_its_fields_read_back() {
-        let line = "1796101557.741 3 1 201 - \"POST /webhooks/gh HTTP/1.1\" 20 40 \"-\" \
+        let line = "1796101557.741 3 1 201 - \"POST /webhooks/gh HTTP/1.1\" 20 40 \
                     outcome=admitted shadow=false tenant=acme source=gh key=k1 hook=h \
-                    rate_scope=fleet dedupe_scope=fleet decided=store store_us=812";
+                    rate_scope=fleet dedupe_scope=fleet decided=store store_us=812 trace=-";
         let decided = decision(line).expect("a decision");
         assert!(decided.starts_with("outcome=admitted "), "{decided}");
         assert_eq!(field(decided, "outcome"), Some("admitted"));
@@ -161,6 +177,31 @@ mod tests {
         assert_eq!(field(decided, "scope"), None);
         assert_eq!(decision("1796101557.741 3 - 503 UF \"-\" -"), None);
         assert_eq!(parse_line(line).map(|h| h.status), Some(201));
+    }
+
+    /// The payloads that forged a decision: a raw `traceparent` the format
+    /// printed before the filter's fields (`decision` took the first
+    /// ` outcome=`), and an event key with spaces (`field` split inside its
+    /// quotes). Neither moves a field now.
+    #[test]
+    fn a_forged_traceparent_or_key_is_not_read_as_the_decision() {
+        let old_format = "1796101557.741 3 - 429 - \"POST /webhooks/acme/gh HTTP/1.1\" 2 24 \
+            \"x\" outcome=admitted shadow=false tenant=victim\" outcome=rate_limited \
+            shadow=false tenant=acme source=gh key=k1 hook=h rate_scope=fleet \
+            dedupe_scope=fleet decided=store store_us=812 trace=-";
+        let decided = decision(old_format).expect("a decision");
+        assert_eq!(field(decided, "outcome"), Some("rate_limited"));
+        assert_eq!(field(decided, "tenant"), Some("acme"));
+        let spaced_key = "1796101557.741 3 - 429 - \"POST /webhooks/acme/gh HTTP/1.1\" 2 24 \
+            outcome=rate_limited shadow=false tenant=acme source=gh \
+            key=\"a\\x20decided=fallback\\x20tenant=victim\" hook=h rate_scope=fleet \
+            dedupe_scope=fleet decided=store store_us=812 trace=-";
+        let decided = decision(spaced_key).expect("a decision");
+        assert_eq!(field(decided, "decided"), Some("store"));
+        assert_eq!(field(decided, "tenant"), Some("acme"));
+        // A line whose last words are not the decision's fields has none.
+        let raw_spaces = spaced_key.replace("\\x20", " ");
+        assert_eq!(decision(&raw_spaces), None, "{raw_spaces}");
     }
 
     #[test]

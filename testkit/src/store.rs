@@ -66,6 +66,27 @@ impl Store {
         Self::healthy(proc, port)
     }
 
+    /// [`Store::start`] in a process allowed `descriptors` open files
+    /// (`ulimit -n`, soft and hard), as a container's limit would: the store
+    /// sizes its connection limit from it.
+    pub fn start_limited(redis_url: &str, descriptors: u64) -> Store {
+        let env = run_tokens();
+        let (proc, port) = spawn_listening(
+            |port| {
+                Self::spawn_bin(
+                    &workspace_bin("ankusa-store"),
+                    port,
+                    redis_url,
+                    &[],
+                    &env,
+                    Some(descriptors),
+                )
+            },
+            Duration::from_secs(10),
+        );
+        Self::healthy(proc, port)
+    }
+
     /// Starts on `port` with `extra_args` (e.g. `["--settle-window-ms", "50"]`),
     /// accepting the run's edge token ([`crate::token::run_token`]), which the
     /// edges of [`crate::envoy`] present, and its operator token
@@ -92,7 +113,7 @@ impl Store {
     pub fn start_binary(binary: &std::path::Path, redis_url: &str) -> Store {
         let env = run_tokens();
         let (proc, port) = spawn_listening(
-            |port| Self::spawn_bin(binary, port, redis_url, &[], &env),
+            |port| Self::spawn_bin(binary, port, redis_url, &[], &env, None),
             Duration::from_secs(10),
         );
         Self::healthy(proc, port)
@@ -105,18 +126,31 @@ impl Store {
             redis_url,
             extra_args,
             env,
+            None,
         )
     }
 
+    /// `binary` on `port`; with `descriptors`, under that open-file limit.
     fn spawn_bin(
         binary: &std::path::Path,
         port: u16,
         redis_url: &str,
         extra_args: &[&str],
         env: &[(&str, &str)],
+        descriptors: Option<u64>,
     ) -> Proc {
         let listen = format!("127.0.0.1:{port}");
-        let mut cmd = Command::new(binary);
+        let mut cmd = match descriptors {
+            None => Command::new(binary),
+            Some(n) => {
+                // The shell sets the limit, then becomes the store (same pid).
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(binary);
+                sh
+            }
+        };
         cmd.args(["--listen", &listen, "--redis-url", redis_url])
             .args(extra_args)
             .env_remove(OLD_STORE_TOKENS_ENV);

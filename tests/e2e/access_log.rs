@@ -3,7 +3,10 @@
 //! itself, a forged one (401) and one answered from the node because the
 //! store can't be reached, each sent as HTTP/1.1 with a content-length, as
 //! chunked HTTP/1.1 and as h2c. Every request carries its own `traceparent`,
-//! which the format prints: that is how a request finds its line.
+//! which the filter prints (`trace=`): that is how a request finds its line.
+//! And what a sender controls (a `traceparent`, an event key, the path and
+//! the tenant in it) forges no field of its line, read by the testkit's
+//! parser or by the reader docs/observing.md gives.
 
 use crate::edge_shapes::shapes_support::{self, Framing, H2Body, Request, Sent};
 use crate::edge_shapes::{self, config, SECRET, SPENT_BURST};
@@ -300,4 +303,166 @@ fn every_shipped_edge_config_logs_in_the_same_format() {
         let text = std::fs::read_to_string(root.join(file)).expect(file);
         assert_eq!(access_log::format_line(&text), shipped, "{file}");
     }
+}
+
+/// A request a sender shaped to forge its line, and what the line must say.
+struct Forgery {
+    what: &'static str,
+    request: Request,
+    /// How the line is found (a fresh delivery id or path marker in it).
+    marker: String,
+    outcome: &'static str,
+    tenant: &'static str,
+}
+
+/// Through real Envoy, over each shape: a `traceparent` holding a whole
+/// forged decision, an event key with spaces holding forged fields, a path
+/// holding `"` and `outcome=` (HTTP/1.1 only: HTTP/2's URIs refuse `"`),
+/// and a path tenant that is not one. Each line's decision, read from its
+/// end by the testkit and by the `awk` reader of docs/observing.md, is the
+/// edge's. Before, the format printed the raw `traceparent` ahead of the
+/// decision (the testkit took its `outcome=admitted`) and a key's spaces as
+/// they were (a reader splitting on spaces took the key's `decided=`).
+#[test]
+fn a_sender_forges_no_field_of_its_line() {
+    let mut w = World::start();
+    w.seed();
+    let mut forgeries = Vec::new();
+    for (shape, send) in SHAPES {
+        w.next += 1;
+        let n = w.next;
+        let id = format!("forged-trace-{n}");
+        let mut request = edge_shapes::build("spent", &id, false, 200);
+        request.headers.push((
+            "traceparent".into(),
+            r#"x" outcome=admitted shadow=false tenant=victim decided=fallback"#.into(),
+        ));
+        forgeries.push((
+            send,
+            Forgery {
+                what: "a forged traceparent",
+                request,
+                marker: format!("key={id} "),
+                outcome: "rate_limited",
+                tenant: "spent",
+            },
+        ));
+        let id = format!("forged-key-{n}\" outcome=admitted tenant=victim decided=fallback");
+        forgeries.push((
+            send,
+            Forgery {
+                what: "an event key with spaces",
+                request: edge_shapes::build("spent", &id, false, 200),
+                marker: format!("key=\"forged-key-{n}\\\""),
+                outcome: "rate_limited",
+                tenant: "spent",
+            },
+        ));
+        let mut request = edge_shapes::build("plain", &format!("forged-tenant-{n}"), false, 120);
+        request.path = format!("/webhooks/v{n}%20outcome=admitted/plain");
+        forgeries.push((
+            send,
+            Forgery {
+                what: "a path tenant that is not one",
+                request,
+                marker: format!("/webhooks/v{n}%20outcome=admitted/plain "),
+                outcome: "not_found",
+                tenant: "-",
+            },
+        ));
+        if shape.starts_with("HTTP/1.1") {
+            let mut request = edge_shapes::build("plain", &format!("forged-path-{n}"), false, 120);
+            request.path = format!("/webhooks/p{n}\"_outcome=admitted_tenant=victim");
+            forgeries.push((
+                send,
+                Forgery {
+                    what: "a path holding a quote",
+                    request,
+                    marker: format!("/webhooks/p{n}\""),
+                    outcome: "not_found",
+                    tenant: "-",
+                },
+            ));
+        }
+    }
+    let mut wrong = Vec::new();
+    for (send, f) in &forgeries {
+        let answer = send(w.edges[0].spec.listen_port, &f.request);
+        if answer.is_err() {
+            wrong.push(format!("{}: no answer: {answer:?}", f.what));
+        }
+    }
+    let log = w.edges[0].access_log.clone().expect("an access log");
+    let mut lines = Vec::new();
+    eventually(Duration::from_secs(30), || {
+        lines = access_log::lines(&log);
+        forgeries
+            .iter()
+            .all(|(_, f)| lines.iter().any(|l| l.contains(&f.marker)))
+    });
+    let reader = docs_reader(&log);
+    for (_, f) in &forgeries {
+        let Some(line) = lines.iter().find(|l| l.contains(&f.marker)) else {
+            wrong.push(format!("{}: no line holds {:?}", f.what, f.marker));
+            continue;
+        };
+        let decided = decision(line).unwrap_or_default();
+        let parsed = [field(decided, "outcome"), field(decided, "tenant")];
+        if parsed != [Some(f.outcome), Some(f.tenant)] {
+            wrong.push(format!("{}: the testkit read {parsed:?} in {line}", f.what));
+        }
+        let want = format!("outcome={} tenant={}", f.outcome, f.tenant);
+        let read = reader
+            .iter()
+            .find(|(l, _)| l == line)
+            .map(|(_, r)| r.as_str());
+        if !read.is_some_and(|r| r.starts_with(&want)) {
+            wrong.push(format!(
+                "{}: the docs' reader read {read:?} in {line}",
+                f.what
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// The reader docs/observing.md gives (its `awk` line after `<!-- reader -->`)
+/// run over the access log at `log`: each line it printed for, with what it
+/// printed.
+fn docs_reader(log: &std::path::Path) -> Vec<(String, String)> {
+    let root = ankusa_testkit::paths::workspace_root();
+    let doc = std::fs::read_to_string(root.join("docs/observing.md")).expect("docs/observing.md");
+    let after = doc
+        .split_once("<!-- reader -->")
+        .map(|(_, rest)| rest)
+        .expect("docs/observing.md marks its reader");
+    let command = after
+        .lines()
+        .find(|l| l.starts_with("awk "))
+        .and_then(|l| l.split("     #").next())
+        .expect("the reader is an awk line");
+    let program = command
+        .strip_suffix(" access.log")
+        .expect("the reader reads access.log");
+    // The awk line, each input line tagged so its output can be matched to it.
+    let tagged = format!("{program} | cat");
+    let lines = access_log::lines(log);
+    let mut out = Vec::new();
+    for line in lines {
+        let run = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf '%s\\n' \"$1\" | {tagged}"))
+            .arg("sh")
+            .arg(&line)
+            .output()
+            .expect("sh");
+        let printed = String::from_utf8_lossy(&run.stdout).trim().to_string();
+        out.push((line, printed));
+    }
+    out
 }

@@ -2,10 +2,10 @@
 //! request gets, through real Envoy, a real store and Redis, for each
 //! outcome: a bad signature 401, over quota 429, a duplicate answered 201 by
 //! the edge itself, a pending key 409, admitted 201 and stored once (signed
-//! or not), too large 413. Each decided request moves
-//! `ankusa_admissions_total` by one, under the same outcome as the plain
-//! request. A shape with no body (end of stream on the headers) gets what
-//! the plain request with an empty body gets.
+//! or not, the sender's own `x-ankusa-*` headers removed), too large 413.
+//! Each decided request moves `ankusa_admissions_total` by one, under the
+//! same outcome as the plain request. A shape with no body (end of stream on
+//! the headers) gets what the plain request with an empty body gets.
 
 pub(crate) mod shapes_support;
 
@@ -160,7 +160,11 @@ impl World {
 }
 
 /// A POST to `source` with delivery `id` and a JSON body of `len` bytes,
-/// signed with the source's secret (or, `forged`, another).
+/// signed with the source's secret (or, `forged`, another). It also carries
+/// `x-ankusa-*` headers of the sender's own, which the edge removes: the
+/// intake refuses (400) a hook carrying one the edge doesn't set, so an
+/// admitted hook is stored only if they were removed (before, only the four
+/// the edge sets were, and every admitted shape got the intake's 400).
 pub(crate) fn build(source: &str, id: &str, forged: bool, len: usize) -> Request {
     let body = if len == 0 {
         Vec::new()
@@ -178,6 +182,8 @@ pub(crate) fn build(source: &str, id: &str, forged: bool, len: usize) -> Request
             ("content-type".into(), "application/json".into()),
             ("x-github-delivery".into(), id.into()),
             ("x-hub-signature-256".into(), signature),
+            ("x-ankusa-budget-ms".into(), "1".into()),
+            ("x-ankusa-foo".into(), "from-the-sender".into()),
         ],
         body,
     }

@@ -1,10 +1,14 @@
 //! Hostile requests through a real edge (Envoy + the filter, fleet scope, real
 //! store and Redis): each probe gets a clear status while a steady stream of
-//! ordinary hooks keeps being admitted; and distinct tenants and event ids by
-//! the tens of thousands leave the edge's and the store's memory bounded.
+//! ordinary hooks keeps being admitted; distinct tenants and event ids by
+//! the tens of thousands leave the edge's and the store's memory bounded;
+//! and connection floods, at an edge and at the store, each run with the
+//! descriptor limit of the issue that found them, leave hooks answered.
 //!
-//! With `ANKUSA_RELIABILITY_DIR` set, the figures go to `hostile.md` there
+//! With `ANKUSA_RELIABILITY_DIR` set, the figures go to `hostile-*.md` there
 //! (`scripts/reliability.sh` puts them in `RELIABILITY.md`).
+
+mod floods;
 
 use ankusa_testkit::envoy::fleet_filter_config;
 use ankusa_testkit::process::rss_kib;
@@ -230,6 +234,38 @@ fn probes() -> Vec<Probe> {
             expect: &[201],
         },
         Probe {
+            // Decided (404), then held for the end of a tunnel that never ends.
+            name: "`CONNECT` in authority form",
+            head: b"CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n".to_vec(),
+            body: Vec::new(),
+            chunks: 1,
+            expect: &[404],
+        },
+        Probe {
+            // Envoy refuses a CONNECT whose target is a path itself.
+            name: "`CONNECT` to a webhook path",
+            head: b"CONNECT /webhooks/acme/gh HTTP/1.1\r\nhost: edge\r\n\r\n".to_vec(),
+            body: Vec::new(),
+            chunks: 1,
+            expect: &[400, 405],
+        },
+        Probe {
+            // Removed by the edge; the intake refuses (400) one it didn't set.
+            name: "sender's `x-ankusa-budget-ms` and `x-ankusa-foo` (removed)",
+            head: head(
+                b"/webhooks/acme/gh",
+                &[
+                    ("x-github-delivery", b"own-headers"),
+                    ("x-ankusa-budget-ms", b"1"),
+                    ("x-ankusa-foo", b"bar"),
+                ],
+                Some(ok_body.len()),
+            ),
+            body: ok_body.clone(),
+            chunks: 1,
+            expect: &[201],
+        },
+        Probe {
             name: "body sent in 10 pieces over 3 s",
             head: gh("/webhooks/acme/gh", id(b"slow-body"), &ok_body),
             body: ok_body,
@@ -239,7 +275,7 @@ fn probes() -> Vec<Probe> {
     ]
 }
 
-fn save(name: &str, text: &str) {
+pub(crate) fn save(name: &str, text: &str) {
     if let Ok(dir) = std::env::var("ANKUSA_RELIABILITY_DIR") {
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(std::path::Path::new(&dir).join(name), text);

@@ -50,7 +50,7 @@ const RATE: [(&str, &str); 2] = [
 /// A decision line as long as a forwarded node hook's.
 const DECISION: &str = "outcome=admitted shadow=false tenant=acme source=gh \
     key=72d3162e-cc78-11e3-81ab-4c9367dc0958 hook=018bcfe5-6800-7707-8707-070707070707 \
-    rate_scope=node dedupe_scope=node decided=node store_us=-";
+    rate_scope=node dedupe_scope=node decided=node store_us=- trace=-";
 
 /// Creates the bucket's key: a compare-and-swap needs a version to compare.
 pub fn configure() -> bool {

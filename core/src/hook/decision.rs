@@ -15,11 +15,18 @@
 //! | `rate_scope`, `dedupe_scope` | `node` or `fleet`, from the configuration |
 //! | `decided` | `store`: the store answered; `fallback`: answered on this node because the store call failed or the breaker is open; `node`: no store call was involved |
 //! | `store_us` | µs from the hook's admission to the store's answer or failure (a wait for a shared call included) |
+//! | `trace` | the sender's `traceparent`, when it is a valid one (normalized to version 00) |
 //!
 //! A value is printed bare when it is made of `[A-Za-z0-9_.:/@+-]`, else
-//! quoted with `\"`, `\\` and every byte outside printable ASCII escaped
-//! (`\xNN`): an event key is the sender's bytes, and must not break the log
-//! line or forge another.
+//! quoted with `\"`, `\\`, the space and every byte outside printable ASCII
+//! escaped (`\xNN`). So no value holds a space, and the decision is always the
+//! line's last [`FIELDS`] space-separated words, in this order: an event key
+//! is the sender's bytes, and must not break the log line or forge a field,
+//! however the line is split. Every value is bounded: ids and scopes by the
+//! configuration's rules, a tenant from the path by the route's (64
+//! characters of `[A-Za-z0-9_-]`), an event key by 200 bytes (a longer one
+//! is hashed; escaped, at most four bytes a byte), a trace by its 55
+//! characters, so the whole decision is at most [`MAX_RENDERED`] bytes.
 
 use crate::config::Scope;
 use crate::hook::outcome::Outcome;
@@ -27,6 +34,27 @@ use std::fmt::Write;
 
 /// The filter state the decision is written to (`wasm.` + this in Envoy).
 pub const PROPERTY: &str = "ankusa";
+
+/// The fields of a rendered decision, in order.
+pub const FIELDS: [&str; 11] = [
+    "outcome",
+    "shadow",
+    "tenant",
+    "source",
+    "key",
+    "hook",
+    "rate_scope",
+    "dedupe_scope",
+    "decided",
+    "store_us",
+    "trace",
+];
+
+/// The longest a rendered decision can be (bytes): the names, the
+/// separators and every value at its longest (an event key of 200 bytes, each
+/// escaped to 4, quoted; tenant and source ids of 64; a hook id of 36; a
+/// trace of 55; `store_us` of 20 digits).
+pub const MAX_RENDERED: usize = 1_200;
 
 /// Where a hook's answer came from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,6 +94,8 @@ pub struct Decision {
     pub decided: Decided,
     /// µs waited for the store; None: no call.
     pub store_us: Option<u64>,
+    /// The sender's valid `traceparent` (see [`crate::hook::trace_context`]).
+    pub trace: Option<String>,
 }
 
 impl Decision {
@@ -94,6 +124,7 @@ impl Decision {
         field("decided", Some(self.decided.as_str()));
         let waited = self.store_us.map(|us| us.to_string());
         field("store_us", waited.as_deref());
+        field("trace", self.trace.as_deref());
         line
     }
 }
@@ -116,7 +147,7 @@ fn push_value(line: &mut String, value: &str) {
         match b {
             b'"' => line.push_str("\\\""),
             b'\\' => line.push_str("\\\\"),
-            b' '..=b'~' => line.push(char::from(b)),
+            b'!'..=b'~' => line.push(char::from(b)),
             _ => {
                 let _ = write!(line, "\\x{b:02x}");
             }

@@ -11,6 +11,7 @@
 //! in a header and a Redis key becomes `sha256:<hex>` of its bytes (see
 //! [`normalize_key`]), the same on every node.
 
+use crate::hook::headers::OWN_PREFIX;
 use crate::limit::limits::MAX_KEY_LEN;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -50,7 +51,14 @@ impl DedupeRule {
         if name.is_empty() || !name.bytes().all(is_token_char) {
             return Err(format!("{name:?} is not an HTTP header name"));
         }
-        Ok(DedupeRule::Header(name.to_ascii_lowercase()))
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with(OWN_PREFIX) {
+            return Err(format!(
+                "{name:?} is in the edge's own header namespace ({OWN_PREFIX}*): \
+                 the edge removes every such header a sender sets, so no rule can read it"
+            ));
+        }
+        Ok(DedupeRule::Header(lower))
     }
 
     /// A JSON dot-path rule (`"data.object.id"`); the error says why it is refused.

@@ -1,6 +1,12 @@
 //! The request's headers as one snapshot: names and byte values in the
 //! order the host holds them.
 
+/// The edge's own header namespace: every request header under it that a
+/// sender set is removed before anything reads the request, so a sender
+/// can't pick its hook's id or dedupe key, nor speak for the edge to the
+/// upstream under a name the edge may use one day.
+pub const OWN_PREFIX: &str = "x-ankusa-";
+
 /// A request's header pairs (values as bytes: HTTP allows obs-text).
 #[derive(Clone, Debug, Default)]
 pub struct RequestHeaders {
@@ -41,6 +47,23 @@ impl RequestHeaders {
         let before = self.pairs.len();
         self.pairs.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
         self.pairs.len() != before
+    }
+
+    /// Forgets every header whose name starts with `prefix` (ASCII case
+    /// ignored): their names, each once, in the order first met (so the
+    /// host's copies can be removed too).
+    pub fn remove_prefixed(&mut self, prefix: &str) -> Vec<String> {
+        let mut removed: Vec<String> = Vec::new();
+        self.pairs.retain(|(k, _)| {
+            let ours = k
+                .get(..prefix.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(prefix));
+            if ours && !removed.iter().any(|r| r.eq_ignore_ascii_case(k)) {
+                removed.push(k.clone());
+            }
+            !ours
+        });
+        removed
     }
 }
 
@@ -86,5 +109,25 @@ mod tests {
         assert_eq!(h.get("x-ankusa-tenant"), None);
         assert!(!h.remove("x-ankusa-tenant"));
         assert!(!h.remove("x-ankusa-source"));
+    }
+
+    #[test]
+    fn removing_a_prefix_names_each_header_once_and_keeps_the_others() {
+        let mut h = headers(&[
+            ("x-ankusa-foo", b"1"),
+            ("x-github-delivery", b"d"),
+            ("X-Ankusa-Budget-Ms", b"7"),
+            ("x-ankusa-foo", b"2"),
+            ("x-ankusa", b"not ours: no dash"),
+            ("é", b"a name shorter than the prefix"),
+        ]);
+        assert_eq!(
+            h.remove_prefixed("x-ankusa-"),
+            ["x-ankusa-foo", "X-Ankusa-Budget-Ms"]
+        );
+        assert_eq!(h.get("x-ankusa-foo"), None);
+        assert_eq!(h.get("x-github-delivery").as_deref(), Some("d"));
+        assert_eq!(h.get("x-ankusa").as_deref(), Some("not ours: no dash"));
+        assert!(h.remove_prefixed("x-ankusa-").is_empty());
     }
 }

@@ -38,13 +38,12 @@ use crate::wire::version::StoreWire;
 use crate::wire::Claim;
 use std::cell::Cell;
 
-/// Request headers the filter sets on every forwarded hook (and strips from
-/// the sender's request, so a sender can't pick its own dedupe key).
+/// Request headers the filter sets on every forwarded hook.
 pub const HOOK_ID: &str = "x-ankusa-hook-id";
 pub const TENANT: &str = "x-ankusa-tenant";
 pub const SOURCE: &str = "x-ankusa-source";
 pub const EVENT_KEY: &str = "x-ankusa-event-key";
-pub const OWN_HEADERS: [&str; 4] = [HOOK_ID, TENANT, SOURCE, EVENT_KEY];
+pub use crate::hook::headers::OWN_PREFIX;
 
 /// What a step needs besides the event: the configuration, the signing keys,
 /// this edge's name in claims, and the node's shared data.

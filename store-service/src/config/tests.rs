@@ -61,6 +61,21 @@ fn the_binary_and_an_in_process_server_share_their_timeouts() {
     );
     assert_eq!(binary.max_budget_ms, embedded.max_budget_ms);
     assert_eq!(binary.settle_window_ms, embedded.settle_window_ms);
+    assert_eq!(binary.body_read_timeout_ms, embedded.body_read_timeout_ms);
+    assert_eq!(binary.max_connections, embedded.max_connections);
+}
+
+#[test]
+fn the_default_connection_limit_leaves_descriptors_for_redis_and_files() {
+    assert_eq!(connections_for(Some(256)), 192);
+    assert_eq!(connections_for(Some(1024)), 960);
+    // Never so few that nothing gets in, never more than a store needs.
+    assert_eq!(connections_for(Some(40)), 16);
+    assert_eq!(connections_for(Some(1 << 20)), MAX_DEFAULT_CONNECTIONS);
+    assert_eq!(connections_for(None), MAX_DEFAULT_CONNECTIONS);
+    let mut config = Config::for_redis("redis://127.0.0.1:6379/0");
+    config.max_connections = 7;
+    assert_eq!(config.connection_limit(), 7);
 }
 
 #[test]

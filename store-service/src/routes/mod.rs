@@ -10,6 +10,7 @@ mod settle;
 use crate::auth::SharedAuth;
 use crate::backend::Backend;
 use crate::batcher::Settler;
+use crate::conns::{BodyTimeout, Conn};
 use crate::edges::LiveEdges;
 use crate::endpoint::Endpoint;
 use crate::errors::StoreError;
@@ -85,7 +86,13 @@ async fn route(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Option<End
             .unwrap_or_else(|p| p.into_inner())
             .check(presented);
         match checked {
-            Ok(held) => role = Some(held),
+            Ok(held) => {
+                role = Some(held);
+                // The connection has shown it belongs to a caller (see crate::conns).
+                if let Some(conn) = req.extensions().get::<Arc<Conn>>() {
+                    conn.authenticate();
+                }
+            }
             Err(refusal) => {
                 shared
                     .backend
@@ -189,7 +196,10 @@ fn fail(shared: &Shared, endpoint: Option<Endpoint>, e: StoreError) -> Reply {
     let errors = &shared.backend.metrics.errors;
     errors.with_label_values(&[e.code()]).inc();
     let mut reply = json(e.status(), &e.body());
-    if matches!(e, StoreError::TooLarge { .. }) {
+    if matches!(
+        e,
+        StoreError::TooLarge { .. } | StoreError::BodyTimeout { .. }
+    ) {
         // The rest of the body is never read, so the connection can't carry
         // another request: say so, or a pooled client (an edge's Envoy, a
         // test's hyper) sends its next request down a socket about to close.
@@ -223,21 +233,31 @@ pub fn budget(shared: &Shared, req: &Request<Incoming>) -> Result<Duration, Stor
         ))),
         Ok(ms) => Ok(Duration::from_millis(ms).min(shared.max_budget)),
         Err(_) => Err(StoreError::BadRequest(format!(
-            "{BUDGET_HEADER}: {text:?} is not a whole number of ms"
+            "{BUDGET_HEADER}: {} is not a whole number of ms",
+            crate::errors::quote(text)
         ))),
     }
 }
 
-/// Reads at most `limit` bytes and parses them as `T`, naming `what` in
-/// errors. A field `T` doesn't know is skipped and counted
-/// (`ankusa_store_wire_unknown_total{field}`), as the wire's compatibility
-/// rule says; a type that refuses unknown fields (the operators' API) still does.
+/// How long a body may take when the request says nothing (a request
+/// always carries the server's `--body-read-timeout-ms`, see crate::conns).
+const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads at most `limit` bytes within the body-read timeout and parses them
+/// as `T`, naming `what` in errors. A field `T` doesn't know is skipped and
+/// counted (`ankusa_store_wire_unknown_total{field}`), as the wire's
+/// compatibility rule says; a type that refuses unknown fields (the
+/// operators' API) still does.
 pub async fn read_json<T: DeserializeOwned>(
     shared: &Shared,
     req: Request<Incoming>,
     limit: usize,
     what: &str,
 ) -> Result<T, StoreError> {
+    let within = req
+        .extensions()
+        .get::<BodyTimeout>()
+        .map_or(BODY_TIMEOUT, |t| t.0);
     let declared = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
@@ -246,7 +266,13 @@ pub async fn read_json<T: DeserializeOwned>(
     if declared.is_some_and(|n| n > limit) {
         return Err(StoreError::TooLarge { limit });
     }
-    let body = match Limited::new(req.into_body(), limit).collect().await {
+    let read = tokio::time::timeout(within, Limited::new(req.into_body(), limit).collect());
+    let Ok(read) = read.await else {
+        return Err(StoreError::BodyTimeout {
+            ms: within.as_millis() as u64,
+        });
+    };
+    let body = match read {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return Err(StoreError::TooLarge { limit })

@@ -68,12 +68,23 @@ if pending > 0 then
   return reply({'pending', pending})
 end
 
+-- The longest a bucket is kept: the longest-lived key the store writes (a
+-- committed claim's most, core/src/limit/limits.rs TTL_MS, 30 days).
+local MAX_BUCKET_TTL_MS = 2592000000
+
 -- Writes a bucket that is empty `ceil(level / rate)` µs after its stamp; the
--- key expires then (an absent key and an empty bucket admit alike).
+-- key expires then (an absent key and an empty bucket admit alike), or after
+-- MAX_BUCKET_TTL_MS if that is sooner: a quota whose full bucket drains
+-- slower than that (a burst of 2^32 at 1 a second takes 136 years) forgets
+-- its level 30 days after its last charge, rather than leaving a key that
+-- outlives every other.
 local function store_bucket(key, stamp, level, rate)
   local ttl_ms = math.ceil((stamp + ceil_div(level, rate) - now) / 1000)
   if ttl_ms < 1 then
     ttl_ms = 1
+  end
+  if ttl_ms > MAX_BUCKET_TTL_MS then
+    ttl_ms = MAX_BUCKET_TTL_MS
   end
   redis.call('SET', key, string.format('%.0f:%.0f', stamp, level), 'PX', ttl_ms)
 end

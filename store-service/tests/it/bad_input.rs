@@ -328,6 +328,71 @@ async fn every_client_mistake_is_a_4xx_naming_the_problem() {
     service.stop().await;
 }
 
+/// What a caller sent came back whole in the message: a path, a header
+/// value, a field name serde did not expect, a tenant a validation refused.
+/// Each answer is now at most `MAX_MESSAGE` bytes, its value cut and marked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_long_values_come_back_cut() {
+    use ankusa_store::errors::MAX_MESSAGE;
+    let redis = Redis::start();
+    let service = Service::ready(&redis.url()).await;
+    let http = Http::new();
+    let long = "x".repeat(8 * 1024);
+    let mut hit_with_field = hit_with(|_| {});
+    hit_with_field[long.as_str()] = json!(1);
+    let answers = [
+        (
+            "a long path",
+            http.get(&service.at(&format!("/v1/{long}"))).await,
+        ),
+        (
+            "a long budget header",
+            http.send(
+                "POST",
+                &service.at("/v1/hit"),
+                &[("x-ankusa-budget-ms", long.as_str())],
+                hit_with(|_| {}).to_string().into_bytes(),
+            )
+            .await,
+        ),
+        (
+            "a long unknown field",
+            http.send(
+                "POST",
+                &service.at("/v1/hit"),
+                &[],
+                hit_with_field.to_string().into_bytes(),
+            )
+            .await,
+        ),
+        (
+            "a long tenant",
+            http.send(
+                "POST",
+                &service.at("/v1/reset"),
+                &[],
+                json!({"tenant": long}).to_string().into_bytes(),
+            )
+            .await,
+        ),
+    ];
+    for (what, (status, text)) in answers {
+        let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(
+            (400..500).contains(&status) && !message.is_empty(),
+            "{what}: {status} {text:.200}"
+        );
+        assert!(
+            message.len() <= MAX_MESSAGE && message.contains('…'),
+            "{what}: a message of {} bytes: {message:.200}",
+            message.len()
+        );
+        assert!(message.contains("xxxx"), "{what}: {message}");
+    }
+    service.stop().await;
+}
+
 /// The body limit of a settle fits the largest settle the wire allows:
 /// `MAX_SETTLE_OPS` operations with every name at its longest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

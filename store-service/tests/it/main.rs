@@ -4,6 +4,7 @@ mod auth;
 mod bad_input;
 mod cli;
 mod common;
+mod connections;
 mod edges;
 mod guard;
 mod hits;

@@ -42,6 +42,7 @@ async fn run(db: Db) {
     a_taken_claim_spends_no_charge(&ctx).await;
     denied_charge_writes_nothing(&ctx).await;
     a_bucket_from_before_a_clock_step_is_restamped_not_held(&ctx).await;
+    a_bucket_is_kept_at_most_30_days_whatever_its_quota(&ctx).await;
     release_by_a_non_holder_is_a_no_op(&ctx).await;
     a_settle_moves_only_a_claim_its_hook_holds(&ctx).await;
     promote_after_pending_expiry_commits_nothing(&ctx).await;
@@ -70,6 +71,29 @@ fn assert_ttl(what: &str, ttl_ms: i64, expected_ms: i64, slack_ms: i64) {
         ttl_ms <= expected_ms && ttl_ms > expected_ms - slack_ms,
         "{what}: PTTL {ttl_ms} ms, expected {expected_ms} ms (less at most {slack_ms})"
     );
+}
+
+/// A charge of the largest burst at the slowest rate (2^32 units at 1 a
+/// second) left its bucket key with a TTL of 2^32 s, about 136 years. It is
+/// kept as long as the longest-lived claim now, 30 days.
+async fn a_bucket_is_kept_at_most_30_days_whatever_its_quota(ctx: &Ctx<'_>) {
+    let most = ankusa_core::limit::limits::TTL_MS.max as i64;
+    let burst = 1u64 << 32;
+    let answer = ctx
+        .hit(&hit(vec![charge("hooks", "vast", burst, 1, burst)], None))
+        .await;
+    assert_eq!(answer["result"], "ok", "{answer}");
+    assert_ttl(
+        "a bucket draining in 136 years",
+        ctx.db.pttl("ankusa:{vast}:rl:hooks"),
+        most,
+        5_000,
+    );
+    // The level itself is kept meanwhile: one unit more is refused.
+    let answer = ctx
+        .hit(&hit(vec![charge("hooks", "vast", 1, 1, burst)], None))
+        .await;
+    assert_eq!(answer["result"], "rate_limited", "{answer}");
 }
 
 async fn ok_writes_both_buckets_and_a_pending_claim(ctx: &Ctx<'_>) {

@@ -109,12 +109,13 @@ fn generic(obj: &Obj) -> Result<Scheme, ConfigError> {
     };
     let header = match DedupeRule::header(header) {
         Ok(DedupeRule::Header(lower)) => lower,
-        Ok(_) | Err(_) => {
+        Ok(_) => {
             return Err(ConfigError::new(
                 obj.path("header"),
                 format!("{header:?} is not an HTTP header name"),
             ))
         }
+        Err(problem) => return Err(ConfigError::new(obj.path("header"), problem)),
     };
     let encoding = match obj.string("encoding")? {
         None | Some("hex") => Encoding::Hex,

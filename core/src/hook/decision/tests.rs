@@ -13,8 +13,11 @@ fn admitted() -> Decision {
         scopes: (Scope::Fleet, Scope::Fleet),
         decided: Decided::Store,
         store_us: Some(812),
+        trace: Some(TRACE.into()),
     }
 }
+
+const TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 #[test]
 fn every_field_is_printed_in_order() {
@@ -22,8 +25,15 @@ fn every_field_is_printed_in_order() {
         admitted().render(),
         "outcome=admitted shadow=false tenant=acme source=gh \
          key=72d3162e-cc78-11e3-81ab-4c9367dc0958 hook=0190f1a2-0000-7000-8000-00000000000a \
-         rate_scope=fleet dedupe_scope=fleet decided=store store_us=812"
+         rate_scope=fleet dedupe_scope=fleet decided=store store_us=812 \
+         trace=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     );
+    let names: Vec<_> = admitted()
+        .render()
+        .split(' ')
+        .filter_map(|kv| kv.split_once('=').map(|(k, _)| k.to_string()))
+        .collect();
+    assert_eq!(names, FIELDS);
 }
 
 #[test]
@@ -35,7 +45,7 @@ fn what_is_not_known_is_a_dash() {
     assert_eq!(
         not_found.render(),
         "outcome=not_found shadow=false tenant=- source=- key=- hook=- \
-         rate_scope=node dedupe_scope=node decided=node store_us=-"
+         rate_scope=node dedupe_scope=node decided=node store_us=- trace=-"
     );
 }
 
@@ -45,7 +55,7 @@ fn a_senders_key_cannot_break_the_line_or_forge_a_field() {
     d.event_key = Some("a b\"c\\d\ne=f\u{7f}é".into());
     let line = d.render();
     assert!(
-        line.contains(r#" key="a b\"c\\d\x0ae=f\x7f\xc3\xa9" hook="#),
+        line.contains(r#" key="a\x20b\"c\\d\x0ae=f\x7f\xc3\xa9" hook="#),
         "{line}"
     );
     assert!(!line.contains('\n') && line.is_ascii(), "{line}");
@@ -70,5 +80,48 @@ fn a_shadowed_refusal_and_a_fallback_say_so() {
         line.starts_with("outcome=rate_limited shadow=true "),
         "{line}"
     );
-    assert!(line.ends_with(" decided=fallback store_us=25000"), "{line}");
+    assert!(
+        line.ends_with(&format!(" decided=fallback store_us=25000 trace={TRACE}")),
+        "{line}"
+    );
+}
+
+/// A key with spaces was printed quoted but with its spaces as they were,
+/// so a reader splitting the line on spaces (as docs/observing.md told one
+/// to) read a `decided=` or `tenant=` the sender wrote.
+#[test]
+fn a_key_with_spaces_forges_no_field_however_the_line_is_split() {
+    let mut d = admitted();
+    d.event_key = Some(r#"x" decided=store tenant=victim outcome=admitted"#.into());
+    let line = d.render();
+    let words: Vec<&str> = line.split(' ').collect();
+    assert_eq!(words.len(), FIELDS.len(), "{line}");
+    for (word, name) in words.iter().zip(FIELDS) {
+        assert!(word.starts_with(&format!("{name}=")), "{word} in {line}");
+    }
+    assert_eq!(
+        words[4],
+        r#"key="x\"\x20decided=store\x20tenant=victim\x20outcome=admitted""#
+    );
+}
+
+#[test]
+fn the_longest_decision_fits_its_bound() {
+    let d = Decision {
+        outcome: Some(Outcome::RateLimited),
+        shadow: true,
+        tenant: Some("t".repeat(64)),
+        source: Some("s".repeat(64)),
+        event_key: Some(" ".repeat(crate::limit::limits::MAX_KEY_LEN)),
+        decided: Decided::Fallback,
+        store_us: Some(u64::MAX),
+        ..admitted()
+    };
+    let line = d.render();
+    assert!(line.len() <= MAX_RENDERED, "{} bytes: {line}", line.len());
+    assert!(
+        line.len() > MAX_RENDERED - 200,
+        "the bound is close: {}",
+        line.len()
+    );
 }

@@ -52,6 +52,9 @@ pub enum Level {
 pub enum Effect {
     /// Remove (None) or set a request header.
     Header(&'static str, Option<String>),
+    /// Remove a request header the sender set in the edge's namespace
+    /// ([`super::OWN_PREFIX`]).
+    RemoveHeader(String),
     /// Set a header on the upstream's response (rate-limit headers).
     ResponseHeader(&'static str, String),
     /// Remove a header from the upstream's response before the sender sees

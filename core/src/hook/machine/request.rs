@@ -1,7 +1,7 @@
 //! The request path: headers, then the body if it is needed, then the decision
 //! (404/405/413/401, the plan, a node-local answer or the store call).
 
-use super::{Call, Effect, Env, Flow, HitCall, Hook, Level, Step, OWN_HEADERS};
+use super::{Call, Effect, Env, Flow, HitCall, Hook, Level, Step, OWN_PREFIX};
 use crate::fleet::breaker::CallPermit;
 use crate::hook::admit;
 use crate::hook::headers::RequestHeaders;
@@ -9,6 +9,8 @@ use crate::hook::outcome::Outcome;
 use crate::hook::plan::{self, HookFacts};
 use crate::hook::reply::{self, LocalReply};
 use crate::node::cas::CasStore;
+
+const CONNECT: &str = "CONNECT";
 
 impl Hook {
     /// The request's headers: route, strip our own headers, check the
@@ -21,15 +23,19 @@ impl Hook {
         now_us: impl FnOnce() -> u64,
         random: impl FnOnce(u64) -> [u8; 10],
     ) -> Step {
-        self.request_done = end_of_stream;
+        // A CONNECT's stream is a tunnel: it has no end to wait for, so any
+        // refusal is answered at once (it was decided, then never sent).
+        self.request_done = end_of_stream || headers.get_str(":method") == Some(CONNECT);
         self.note_scopes(env);
-        // A sender must not choose the hook's id or dedupe key. Removing a
-        // name that isn't there would still be a hostcall.
-        for name in OWN_HEADERS {
-            if headers.remove(name) {
-                self.emit(Effect::Header(name, None));
-            }
+        // Nothing under the edge's own prefix comes from a sender. Only the
+        // names present are removed: removing an absent one is a hostcall too.
+        for name in headers.remove_prefixed(OWN_PREFIX) {
+            self.emit(Effect::RemoveHeader(name));
         }
+        let traceparent = headers
+            .get_str(crate::hook::trace_context::TRACEPARENT)
+            .and_then(crate::hook::trace_context::parse);
+        self.decision.trace.clone_from(&traceparent);
         let path = headers.get_str(":path").unwrap_or_default();
         let route = match crate::hook::route::route(env.config, path) {
             Ok(route) => route,
@@ -60,9 +66,7 @@ impl Hook {
             event_key: None,
             body_len: 0,
             replay_key: None,
-            traceparent: headers
-                .get_str(crate::hook::trace_context::TRACEPARENT)
-                .and_then(crate::hook::trace_context::parse),
+            traceparent,
         });
         self.headers = headers;
         if needs_body && !end_of_stream {

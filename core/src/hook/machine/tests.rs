@@ -159,7 +159,59 @@ fn our_headers_are_stripped_from_the_senders_request() {
     let mut pairs = POST.to_vec();
     pairs.push(("x-ankusa-event-key", "mine"));
     let step = w.headers(&mut hook, &pairs, true);
-    assert_eq!(step.effects[0], Effect::Header(EVENT_KEY, None));
+    assert_eq!(step.effects[0], Effect::RemoveHeader(EVENT_KEY.into()));
+}
+
+/// Only the four headers the filter sets were stripped: a sender's
+/// `x-ankusa-budget-ms` or `x-ankusa-foo` reached the upstream.
+#[test]
+fn every_header_under_our_prefix_is_stripped_not_only_the_four_we_set() {
+    let w = World::new(&fleet("fleet"), &[]);
+    let mut hook = Hook::new();
+    let mut pairs = POST.to_vec();
+    pairs.extend([
+        ("x-ankusa-budget-ms", "7"),
+        ("x-ankusa-foo", "bar"),
+        ("X-Ankusa-Tenant", "victim"),
+        ("x-ankusa-foo", "again"),
+    ]);
+    let step = w.headers(&mut hook, &pairs, true);
+    let removed: Vec<_> = step
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::RemoveHeader(name) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        removed,
+        ["x-ankusa-budget-ms", "x-ankusa-foo", "X-Ankusa-Tenant"]
+    );
+}
+
+/// A CONNECT was decided (404: it names no webhook path) and its answer held
+/// for the end of a stream that, being a tunnel, never ends: the sender
+/// waited until it gave up.
+#[test]
+fn a_connect_is_answered_at_once() {
+    let w = World::new(&fleet("fleet"), &[]);
+    for pairs in [
+        vec![(":method", "CONNECT"), (":authority", "example.com:443")],
+        vec![(":method", "CONNECT"), (":path", "/webhooks/gh")],
+    ] {
+        let mut hook = Hook::new();
+        let step = w.headers(&mut hook, &pairs, false);
+        assert_eq!(step.flow, Flow::Pause);
+        assert_eq!(replies(&step).len(), 1, "{pairs:?}: {step:?}");
+    }
+    // Any other refused method still waits for its upload to end first.
+    let mut hook = Hook::new();
+    let pairs = [(":method", "PUT"), (":path", "/webhooks/gh")];
+    let step = w.headers(&mut hook, &pairs, false);
+    assert!(replies(&step).is_empty(), "{step:?}");
+    let step = hook.on_body(&w.env(), 0, true, Vec::new, || NOW);
+    assert_eq!(replies(&step), [405]);
 }
 
 /// `fleet(..)` with the default tenant's `shadow` set to `shadow`.

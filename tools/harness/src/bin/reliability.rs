@@ -44,7 +44,8 @@ fn main() {
 
 fn rewrite(args: &Args) -> Result<(), String> {
     let rows = read_rows(&args.rows)?;
-    if rows.is_empty() {
+    let hostile = hostile_section(&args.rows);
+    if rows.is_empty() && hostile.is_none() {
         return Err(format!("no rows in {}", args.rows.display()));
     }
     let mut doc = std::fs::read_to_string(&args.doc)
@@ -52,10 +53,13 @@ fn rewrite(args: &Args) -> Result<(), String> {
     if args.across_hosts {
         doc = across_hosts(&doc, &rows, args)?;
     } else {
-        let order: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
-        let table = merge_table(section(&doc, "faults").unwrap_or(""), &rows, &order);
-        doc = replace_section(&doc, "faults", &table)?;
-        if let Some(hostile) = hostile_section(&args.rows) {
+        // A run of the hostile-input probes alone leaves the fault table as it is.
+        if !rows.is_empty() {
+            let order: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+            let table = merge_table(section(&doc, "faults").unwrap_or(""), &rows, &order);
+            doc = replace_section(&doc, "faults", &table)?;
+        }
+        if let Some(hostile) = hostile {
             doc = replace_section(&doc, "hostile", &hostile)?;
         }
         if !args.machine.is_empty() {
@@ -90,28 +94,46 @@ fn across_hosts(doc: &str, rows: &[Row], args: &Args) -> Result<String, String> 
 }
 
 /// The probes' table, then one memory row per load size, when a run saved them.
+/// The probes' table, then one memory row per load size and one row per
+/// connection flood, when a run saved them.
 fn hostile_section(rows: &std::path::Path) -> Option<String> {
     let probes = std::fs::read_to_string(rows.join("hostile-probes.md")).ok();
-    let mut memory: Vec<PathBuf> = std::fs::read_dir(rows)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("hostile-memory-"))
-        })
-        .collect();
-    memory.sort();
-    if probes.is_none() && memory.is_empty() {
+    let saved = |prefix: &str| -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(rows)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(prefix))
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let (memory, floods) = (saved("hostile-memory-"), saved("hostile-floods-"));
+    if probes.is_none() && memory.is_empty() && floods.is_empty() {
         return None;
     }
     let mut out = probes.unwrap_or_default();
-    if !memory.is_empty() {
-        out.push_str(
-            "\n| load | edge (Envoy) RSS | store RSS | Redis used memory |\n|---|---|---|---|\n",
-        );
-        for file in memory {
+    let tables = [
+        (
+            memory,
+            "| load | edge (Envoy) RSS | store RSS | Redis used memory |\n|---|---|---|---|",
+        ),
+        (
+            floods,
+            "| connection flood | what was answered meanwhile | what the server did |\n|---|---|---|",
+        ),
+    ];
+    for (files, head) in tables {
+        if files.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n{head}\n"));
+        for file in files {
             out.push_str(&std::fs::read_to_string(file).unwrap_or_default());
         }
     }

@@ -5,7 +5,9 @@
 //! it already holds answers `201 {"status":"accepted","id":OLD,"duplicate":true}`
 //! with `x-ankusa-hook-id: OLD`. `GET /hooks` lists what is stored, `GET /stats`
 //! counts it and the copies the index caught (`{"hooks":N,"duplicates_caught":N}`),
-//! `GET /healthz` answers 200. Test headers, obeyed only when started with
+//! `GET /healthz` answers 200. A hook carrying an `x-ankusa-*` header other
+//! than the four the edge sets is refused 400 (the edge removes a sender's).
+//! Test headers, obeyed only when started with
 //! `--obey-test-headers` (ignored otherwise: they reach it from any sender
 //! through the edge): `x-intake-delay-ms: N` sleeps before answering,
 //! `x-intake-status: CODE` answers CODE and stores nothing.

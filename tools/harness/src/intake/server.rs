@@ -151,6 +151,7 @@ async fn store(req: Request<Incoming>, journal: Journal, obey: bool, key: Receip
     } else {
         (None, None)
     };
+    refuse_foreign_edge_headers(&req)?;
     let id = match header_text(&req, "x-ankusa-hook-id")? {
         Some(id) if id.is_empty() || id.len() > MAX_ID_LEN => {
             return Err(bad_request(&format!(
@@ -247,6 +248,36 @@ async fn store(req: Request<Incoming>, journal: Journal, obey: bool, key: Receip
 fn with_receipt(response: &mut Response<Full<Bytes>>, receipt: Option<String>) {
     if let Some(value) = receipt.and_then(|r| hyper::header::HeaderValue::from_str(&r).ok()) {
         response.headers_mut().insert(receipt::HEADER, value);
+    }
+}
+
+/// The `x-ankusa-*` headers the edge sets on a hook it forwards.
+const EDGE_HEADERS: [&str; 4] = [
+    "x-ankusa-hook-id",
+    "x-ankusa-tenant",
+    "x-ankusa-source",
+    "x-ankusa-event-key",
+];
+
+/// 400 for an `x-ankusa-*` header the edge never sets: the edge removes
+/// every such header a sender sets, so one arriving here came from
+/// elsewhere (a sender the edge let it through for, or a caller around it).
+fn refuse_foreign_edge_headers<B>(req: &Request<B>) -> Result<(), Refusal> {
+    let foreign = req.headers().iter().find(|(name, _)| {
+        name.as_str().starts_with("x-ankusa-") && !EDGE_HEADERS.contains(&name.as_str())
+    });
+    match foreign {
+        None => Ok(()),
+        Some((name, value)) => {
+            let shown: String = String::from_utf8_lossy(value.as_bytes())
+                .chars()
+                .take(64)
+                .collect();
+            Err(bad_request(&format!(
+                "header {name}: {shown:?} is not one the edge sets ({}): it came from elsewhere",
+                EDGE_HEADERS.join(", ")
+            )))
+        }
     }
 }
 
