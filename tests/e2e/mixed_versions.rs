@@ -184,12 +184,19 @@ fn run(edges: [Build; 2], stores: [Build; 2]) {
         duplicates >= s["redeliveries"].as_u64().unwrap_or(0) / 2,
         "{label}: redeliveries answered as duplicates: {s}"
     );
-    // Nothing fell back: every call of every mix was understood.
+    // Nothing fell back and no settle batch failed: every call of every mix
+    // was understood (an edge sending a v0.1.0 store a field it doesn't
+    // know, a receipt, would have its settle batches refused).
     for (name, e) in [("edge-a", &a), ("edge-b", &b)] {
         assert_eq!(
             e.stat("ankusa_fleet_fallback_total"),
             0.0,
             "{label}: {name} fell back"
+        );
+        assert_eq!(
+            e.stat("ankusa_fleet_settle_batches_total{result=\"failed\"}"),
+            0.0,
+            "{label}: {name} had a settle batch refused"
         );
     }
     println!(
