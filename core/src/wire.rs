@@ -177,7 +177,7 @@ pub enum SettleOp {
         /// The upstream's proof that it stored hook `hook_id` of
         /// `claim.tenant` ([`receipt`]), which a store holding a receipt key
         /// asks before it commits. A field of wire 2: sent only to a store
-        /// that speaks it ([`SettleOp::for_store`]).
+        /// that speaks it, or not heard yet ([`SettleOp::for_store`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         receipt: Option<String>,
     },
@@ -193,16 +193,17 @@ impl SettleOp {
     }
 
     /// This operation as a store of wire `store` may be sent it: a promote's
-    /// receipt goes only to a store that speaks wire [`receipt::SINCE`] (a
-    /// v0.1.0 store refuses the field, and with it the whole batch). The
-    /// operation itself is always sent.
+    /// receipt goes only to a store that speaks wire [`receipt::SINCE`] or
+    /// was not heard yet ([`version::StoreWire::sends`]; a v0.1.0 store
+    /// refuses the field, and with it the whole batch). The operation itself
+    /// is always sent.
     pub fn for_store(&self, store: version::StoreWire) -> SettleOp {
         match self {
             SettleOp::Promote {
                 claim,
                 hook_id,
                 receipt: Some(_),
-            } if !store.speaks(receipt::SINCE) => SettleOp::Promote {
+            } if !store.sends(receipt::SINCE) => SettleOp::Promote {
                 claim: claim.clone(),
                 hook_id: hook_id.clone(),
                 receipt: None,

@@ -195,7 +195,7 @@ fn current_samples() -> Vec<(&'static str, Vec<u8>)> {
         wire.heard(wire_of_answers());
         wire
     };
-    let (_, riding) = with_settle(HITS_PATH, hits_body.clone(), &settle_ops(), store);
+    let (_, riding) = with_settle(HITS_PATH, hits_body.clone(), &settle_ops(), store());
     let reply = |answer: HitAnswer, in_force: Option<Override>, levels: Vec<u64>| HitReply {
         answer,
         in_force,

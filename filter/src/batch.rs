@@ -21,6 +21,7 @@ use crate::host::Host;
 use ankusa_core::hook::batch::{Batcher, Submitted, Waiting};
 use ankusa_core::hook::machine;
 use ankusa_core::hook::settle::Queued;
+use ankusa_core::wire::version::StoreWire;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -31,13 +32,23 @@ pub(crate) struct Parked {
     pub answered: bool,
 }
 
+/// A batched call in flight.
+pub(crate) struct Sent {
+    pub path: &'static str,
+    /// The context ids of its hooks, in order.
+    pub members: Vec<u32>,
+    /// The settle operations riding on it, and the store's wire they were
+    /// written for.
+    pub settles: Vec<Queued>,
+    pub settles_for: StoreWire,
+}
+
 #[derive(Default)]
 pub(crate) struct State {
     pub batcher: Batcher,
     pub parked: HashMap<u32, Parked>,
-    /// Batched calls in flight: token → the call's path, the context ids
-    /// of its hooks, in order, and the settle operations riding on it.
-    pub calls: HashMap<u32, (&'static str, Vec<u32>, Vec<Queued>)>,
+    /// Batched calls in flight, by token.
+    pub calls: HashMap<u32, Sent>,
     /// This worker's wake queue (None: batching is off, every hook calls alone).
     pub wake: Option<u32>,
     pub wake_pending: bool,

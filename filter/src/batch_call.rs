@@ -11,8 +11,8 @@ use crate::host::{perform, Host, ProxyHost};
 use crate::runtime::{call_store, Runtime, SHARED};
 use crate::shared::now_us;
 use ankusa_core::hook::batch::{split, with_settle};
-use ankusa_core::hook::machine::{self, Flow, Step};
-use ankusa_core::hook::settle::Queued;
+use ankusa_core::hook::machine::{self, Flow, Metric, Step};
+use ankusa_core::hook::settle::{refused_receipts, Queued};
 use ankusa_core::node::cas::read_u64;
 use ankusa_core::node::edge_keys::DEPTH_KEY;
 use ankusa_core::wire::version::StoreWire;
@@ -34,6 +34,9 @@ pub trait Root {
     /// The store's wire version as the node last heard it: what riding
     /// settles may carry.
     fn store_wire(&self) -> StoreWire;
+    /// The store refused a call for the receipts it carried: the node and
+    /// this worker take it as wire 1 ([`StoreWire::refused`]), reported.
+    fn store_refused(&self);
     /// The answer of the call being answered: `:status` and body.
     fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>);
     /// Hook `id`'s context made the effective one, and its host (None: gone).
@@ -60,10 +63,21 @@ fn flush<R: Root>(root: &R) {
             break;
         };
         let settles = root.riding_settles();
-        let (path, body) = with_settle(call.path, call.body, &settles, || root.store_wire());
+        let settles_for = if settles.is_empty() {
+            StoreWire::default()
+        } else {
+            root.store_wire()
+        };
+        let (path, body) = with_settle(call.path, call.body, &settles, settles_for);
         match root.send(path, &body, call.timeout_ms) {
             Some(token) => batch::with(|s| {
-                s.calls.insert(token, (path, call.members, settles));
+                let sent = batch::Sent {
+                    path,
+                    members: call.members,
+                    settles,
+                    settles_for,
+                };
+                s.calls.insert(token, sent);
             }),
             None => {
                 root.settled(settles, false);
@@ -84,13 +98,23 @@ fn flush<R: Root>(root: &R) {
 
 /// `on_http_call_response` of the root: true if `token` is a batched call.
 pub fn on_call_answer<R: Root>(root: &R, token: u32, body_size: usize) -> bool {
-    let Some((path, members, settles)) = batch::with(|s| s.calls.remove(&token)) else {
+    let Some(sent) = batch::with(|s| s.calls.remove(&token)) else {
         return false;
     };
+    let batch::Sent {
+        path,
+        members,
+        settles,
+        settles_for,
+    } = sent;
     // One clock read answers every hook of the call.
     let now = root.now_us();
     batch::with(|s| s.batcher.done(now));
     let (status, body) = root.call_answer(body_size);
+    if refused_receipts(status.as_deref(), &settles, settles_for) {
+        // An older store: they go again without their receipts.
+        root.store_refused();
+    }
     let (shares, settled) = split(path, members.len(), status.as_deref(), body.as_deref());
     if !settles.is_empty() {
         let ok = settled == Some(settles.len());
@@ -171,6 +195,11 @@ impl Root for ProxyRoot {
 
     fn store_wire(&self) -> StoreWire {
         StoreWire::of_node(&SHARED)
+    }
+
+    fn store_refused(&self) {
+        let version = StoreWire::refused(&SHARED, &self.0.worker.store_wire);
+        self.0.metrics.apply(Metric::StoreWire(u64::from(version)));
     }
 
     fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>) {

@@ -7,7 +7,10 @@
 use crate::runtime::{call_store, Runtime, SHARED};
 use crate::settle;
 use crate::shared::now_us;
-use ankusa_core::hook::settle::{after_failure, answered_ok, drain_due, request_body, Queued};
+use ankusa_core::hook::machine::Metric;
+use ankusa_core::hook::settle::{
+    after_failure, answered_ok, drain_due, refused_receipts, request_body, Queued,
+};
 use ankusa_core::node::cas::read_u64;
 use ankusa_core::node::edge_keys::DEPTH_KEY;
 use ankusa_core::wire::version::StoreWire;
@@ -20,7 +23,8 @@ pub const BACKGROUND_TIMEOUT_MS: u64 = 2_000;
 
 /// A background call in flight.
 enum Background {
-    Settle(Vec<Queued>),
+    /// A settle batch, and the store's wire it was written for.
+    Settle(Vec<Queued>, StoreWire),
 }
 
 /// The background calls in flight from one root context.
@@ -63,10 +67,11 @@ impl Drainer {
         rt.metrics.settle_depth(depth);
         // Written for the store as the node hears it now, not as it was
         // when each operation was queued (a receipt only to wire 2).
-        let body = request_body(&batch, StoreWire::of_node(&SHARED));
+        let wire = StoreWire::of_node(&SHARED);
+        let body = request_body(&batch, wire);
         match call(rt, SETTLE_PATH, &body) {
             Some(token) => {
-                self.inflight.insert(token, Background::Settle(batch));
+                self.inflight.insert(token, Background::Settle(batch, wire));
             }
             None => settled(rt, batch, false),
         }
@@ -79,7 +84,14 @@ impl Drainer {
         };
         let ok = answered_ok(status);
         match background {
-            Background::Settle(batch) => settled(rt, batch, ok),
+            Background::Settle(batch, wire) => {
+                if refused_receipts(status, &batch, wire) {
+                    // An older store: the batch goes again without receipts.
+                    let version = StoreWire::refused(&SHARED, &rt.worker.store_wire);
+                    rt.metrics.apply(Metric::StoreWire(u64::from(version)));
+                }
+                settled(rt, batch, ok)
+            }
         }
     }
 
@@ -87,7 +99,7 @@ impl Drainer {
     pub fn in_flight(&self) -> bool {
         self.inflight
             .values()
-            .any(|b| matches!(b, Background::Settle(_)))
+            .any(|b| matches!(b, Background::Settle(..)))
     }
 
     /// Whether the node's queue held operations when this root last read it.

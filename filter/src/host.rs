@@ -82,16 +82,17 @@ pub trait Host {
 
 /// Performs a step's effects in order; the request's flow after them.
 pub fn perform<H: Host>(host: &H, machine: &mut machine::Hook, step: Step) -> Flow {
-    perform_riding(host, machine, step, &[])
+    perform_riding(host, machine, step, &[], StoreWire::default())
 }
 
 /// [`perform`], the step's hit call (if any) carrying the settle
-/// operations `riding`.
+/// operations `riding`, written for a store of wire `wire`.
 pub fn perform_riding<H: Host>(
     host: &H,
     machine: &mut machine::Hook,
     step: Step,
     riding: &[Queued],
+    wire: StoreWire,
 ) -> Flow {
     for effect in step.effects {
         match effect {
@@ -107,9 +108,7 @@ pub fn perform_riding<H: Host>(
         }
     }
     if let Some(hit) = step.hit {
-        let (path, body) = with_settle(HIT_PATH, hit.body, riding, || {
-            StoreWire::of_node(host.store())
-        });
+        let (path, body) = with_settle(HIT_PATH, hit.body, riding, wire);
         if !host.dispatch(path, &body, hit.timeout_ms) {
             let next = machine.on_dispatch_failed(&host.env(), host.now_us());
             return perform(host, machine, next);

@@ -6,9 +6,10 @@ use crate::batch;
 use crate::host::{perform, perform_riding, Host};
 use ankusa_core::hook::batch::{own_answer, Submitted};
 use ankusa_core::hook::machine::HOOK_ID;
-use ankusa_core::hook::machine::{self, Effect, Flow, Step};
-use ankusa_core::hook::settle::Queued;
+use ankusa_core::hook::machine::{self, Effect, Flow, Metric, Step};
+use ankusa_core::hook::settle::{refused_receipts, wire_for, Queued};
 use ankusa_core::wire::receipt;
+use ankusa_core::wire::version::StoreWire;
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;
 
@@ -28,6 +29,8 @@ struct Batching {
     own_call: bool,
     /// The worker's settle operations riding on that call.
     riding: Vec<Queued>,
+    /// The store's wire they were written for.
+    riding_for: StoreWire,
 }
 
 impl Batching {
@@ -41,7 +44,8 @@ impl Batching {
                     // Alone, it carries what the worker's hooks settled.
                     self.own_call = true;
                     self.riding = host.take_riding();
-                    let flow = perform_riding(host, machine, step, &self.riding);
+                    self.riding_for = wire_for(host.store(), &self.riding);
+                    let flow = perform_riding(host, machine, step, &self.riding, self.riding_for);
                     if !machine.calling() {
                         // The host refused the dispatch: no call is in flight.
                         self.call_done(host);
@@ -150,6 +154,11 @@ impl<H: Host> Context for HookContext<H> {
         let (status, body) = host.call_answer(body_size);
         let now = host.now_us();
         let riding = std::mem::take(&mut self.batching.riding);
+        if refused_receipts(status.as_deref(), &riding, self.batching.riding_for) {
+            // An older store: they go again without their receipts.
+            let version = StoreWire::refused(host.store(), &host.worker().store_wire);
+            host.metric(Metric::StoreWire(u64::from(version)));
+        }
         let (share, applied) = own_answer(riding.len(), status.as_deref(), body.as_deref());
         if let Some(applied) = applied {
             host.riding_settled(riding, applied);

@@ -275,6 +275,13 @@ impl Root for Rc<MockHost> {
         StoreWire::of_node(&self.store)
     }
 
+    fn store_refused(&self) {
+        let version = StoreWire::refused(&self.store, &self.worker.store_wire);
+        self.metrics
+            .borrow_mut()
+            .push(Metric::StoreWire(u64::from(version)));
+    }
+
     fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>) {
         Host::call_answer(self, body_size)
     }

@@ -69,7 +69,9 @@ fn forged_promote_is_refused_and_the_real_delivery_is_stored() {
 /// settle: before a settle checked who holds the claim, the promote
 /// committed the never-claimed key and the real, correctly signed delivery
 /// was answered `201 {"duplicate":true}` and never stored. Now the promote
-/// changes nothing; nor may the token lift the tenant's quota or reset it.
+/// changes nothing (it carries no receipt, so it doesn't even reach Redis;
+/// a store without a receipt key finds the key free: store-service/tests/it/auth.rs);
+/// nor may the token lift the tenant's quota or reset it.
 #[test]
 fn an_edge_tokens_promote_of_a_key_never_held_leaves_the_signed_delivery_to_be_stored() {
     const SECRET_ENV: &str = "ANKUSA_T_ROLES_GH";
@@ -105,7 +107,7 @@ fn an_edge_tokens_promote_of_a_key_never_held_leaves_the_signed_delivery_to_be_s
     assert_eq!(attack.status, 200, "{}", attack.text());
     assert_eq!(redis.cli(&["EXISTS", &claim_key("forged-2")]), "0");
     assert_eq!(
-        store.metric(r#"ankusa_store_settle_skipped_total{op="promote",why="free"}"#),
+        store.metric(r#"ankusa_store_receipts_total{applied="false",result="missing"}"#),
         1.0
     );
     let lift = as_edge(

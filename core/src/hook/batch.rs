@@ -238,13 +238,13 @@ fn hits_body<'a>(hits: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
 /// a lone hit (`/v1/hit`) that has some to carry goes as a batch of one.
 /// Without any, the call is unchanged. (The store has taken both forms
 /// since batched hits began: nothing new on the wire.) Each operation is
-/// written as a store of wire `store` may be sent it ([`SettleOp::for_store`]):
-/// `store` is read only when some ride, so a call without any costs no read.
+/// written as a store of wire `store` may be sent it ([`SettleOp::for_store`];
+/// see [`crate::hook::settle::wire_for`]).
 pub fn with_settle(
     path: &'static str,
     body: Vec<u8>,
     ops: &[Queued],
-    store: impl FnOnce() -> StoreWire,
+    store: StoreWire,
 ) -> (&'static str, Vec<u8>) {
     if ops.is_empty() {
         return (path, body);
@@ -254,7 +254,6 @@ pub fn with_settle(
     } else {
         body
     };
-    let store = store();
     let ops: Vec<SettleOp> = ops.iter().map(|q| q.op.for_store(store)).collect();
     let (Ok(list), true) = (serde_json::to_vec(&ops), body.ends_with(b"]}")) else {
         return (HITS_PATH, body);

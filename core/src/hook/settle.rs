@@ -100,6 +100,38 @@ pub fn request_body(batch: &[Queued], store: StoreWire) -> Vec<u8> {
     serde_json::to_vec(&req).unwrap_or_default()
 }
 
+/// The store's wire as the node heard it, for a call carrying `ops`: read
+/// only when some ride, so a call without any costs no shared-data read.
+pub fn wire_for<S: CasStore + ?Sized>(store: &S, ops: &[Queued]) -> StoreWire {
+    if ops.is_empty() {
+        StoreWire::default()
+    } else {
+        StoreWire::of_node(store)
+    }
+}
+
+/// After the store answered `status` to a call that carried `ops`, sent for
+/// the store the node had heard then (`sent_for`): whether the answer says
+/// the store is older than their receipts. A v0.1.0 store refuses any field
+/// it doesn't know, and the whole call with it (400); the edge's own
+/// requests are otherwise well-formed, so a 400 to a call that carried a
+/// receipt is that. The caller then lowers the node's wire
+/// ([`StoreWire::refused`]) and queues the operations again, as after any
+/// failed call: they go without receipts next time.
+pub fn refused_receipts(status: Option<&str>, ops: &[Queued], sent_for: StoreWire) -> bool {
+    status == Some("400")
+        && sent_for.sends(receipt::SINCE)
+        && ops.iter().any(|q| {
+            matches!(
+                &q.op,
+                SettleOp::Promote {
+                    receipt: Some(_),
+                    ..
+                }
+            )
+        })
+}
+
 /// After a failed batch: the operations to queue again, and how many ran out of retries.
 pub fn after_failure(batch: Vec<Queued>, max_retries: u32) -> (Vec<Queued>, u64) {
     let mut again = Vec::with_capacity(batch.len());

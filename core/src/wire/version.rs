@@ -30,6 +30,10 @@
 //! it hears to the node's shared data when it changes
 //! ([`StoreWire::share`]), and a batch is written for the version found
 //! there when it leaves ([`StoreWire::of_node`]), not when it was queued.
+//! A settle's field also goes to a store not heard yet
+//! ([`StoreWire::sends`]: only hooks whose calls failed settle before any
+//! answer, and their late claims need it); an older store refuses that call
+//! (400), and the node then takes it as wire 1 ([`StoreWire::refused`]).
 
 use crate::node::cas::{read_u64, update_u64, CasStore};
 use crate::node::edge_keys::STORE_WIRE_KEY;
@@ -67,6 +71,29 @@ impl StoreWire {
     /// Whether a field introduced at wire `since` may be sent to this store.
     pub fn speaks(self, since: u32) -> bool {
         self.version() >= since
+    }
+
+    /// Whether a settle operation's field introduced at wire `since` goes
+    /// out now: to a store that said `since` or more, and to one not heard
+    /// at all yet. Settles are made after their hook's store call, so only
+    /// a hook whose call failed (the store unreachable, or slower than the
+    /// budget while it still ran the call) settles before anything was
+    /// heard, and its late claim needs the receipt to commit. A store older
+    /// than `since` refuses such a call (400): [`StoreWire::refused`] then
+    /// takes it as [`FIRST`], and the call's settles go again without the field.
+    pub fn sends(self, since: u32) -> bool {
+        self.heard == 0 || self.version() >= since
+    }
+
+    /// The store refused a call carrying a field it was sent on
+    /// [`StoreWire::sends`]: the node and this worker (`worker`) take it as
+    /// [`FIRST`] until an answer names more. Returns the version to report.
+    pub fn refused<S: CasStore + ?Sized>(store: &S, worker: &std::cell::Cell<StoreWire>) -> u32 {
+        let mut wire = worker.get();
+        wire.heard(Some(FIRST));
+        worker.set(wire);
+        wire.share(store);
+        wire.version()
     }
 
     /// The version the node's workers last heard ([`FIRST`] before any
@@ -115,6 +142,29 @@ mod tests {
         other.heard(None);
         other.share(&node);
         assert!(!StoreWire::of_node(&node).speaks(2));
+    }
+
+    #[test]
+    fn a_settle_field_goes_to_a_store_that_speaks_it_or_is_not_heard_yet() {
+        let node = crate::node::cas::MapStore::new();
+        assert!(StoreWire::of_node(&node).sends(2), "nothing heard: sent");
+        let mut worker = StoreWire::default();
+        worker.heard(None);
+        worker.share(&node);
+        assert!(
+            !StoreWire::of_node(&node).sends(2),
+            "a v0.1.0 store: not sent"
+        );
+        worker.heard(Some(2));
+        worker.share(&node);
+        assert!(StoreWire::of_node(&node).sends(2));
+        // A refusal of a call carrying it takes the node and the worker back
+        // to wire 1, so the next answer naming 2 is a change to write again.
+        let cell = std::cell::Cell::new(worker);
+        assert_eq!(StoreWire::refused(&node, &cell), FIRST);
+        assert!(!StoreWire::of_node(&node).sends(2));
+        let mut again = cell.get();
+        assert!(again.heard(Some(2)));
     }
 
     #[test]

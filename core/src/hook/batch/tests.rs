@@ -176,20 +176,23 @@ fn settles_ride_on_a_batch_and_their_count_comes_back() {
     ];
     let hit = br#"{"charges":[],"claim":null}"#;
     let body = hits_body([&hit[..], &hit[..]].into_iter());
-    let (path, riding) = with_settle(HITS_PATH, body.clone(), &ops, wire2);
+    let (path, riding) = with_settle(HITS_PATH, body.clone(), &ops, wire2());
     assert_eq!(path, HITS_PATH);
     let request: crate::wire::batch::HitsRequest = serde_json::from_slice(&riding).unwrap();
     assert_eq!(request.hits.len(), 2);
     let sent: Vec<SettleOp> = ops.iter().map(|q| q.op.clone()).collect();
     assert_eq!(request.settle, sent);
     assert_eq!(
-        with_settle(HITS_PATH, body.clone(), &[], || unreachable!(
-            "nothing rides: the store's wire is not read"
-        )),
+        with_settle(HITS_PATH, body.clone(), &[], wire2()),
         (HITS_PATH, body.clone())
     );
     // A store of wire 1 gets the same operations without the receipt.
-    let (_, riding) = with_settle(HITS_PATH, body, &ops, StoreWire::default);
+    let wire1 = || {
+        let mut wire = StoreWire::default();
+        wire.heard(None);
+        wire
+    };
+    let (_, riding) = with_settle(HITS_PATH, body, &ops, wire1());
     let request: crate::wire::batch::HitsRequest = serde_json::from_slice(&riding).unwrap();
     assert!(
         matches!(&request.settle[1], SettleOp::Promote { receipt: None, hook_id, .. } if hook_id == "h"),
@@ -391,11 +394,11 @@ fn a_lone_hit_carrying_settles_goes_as_a_batch_of_one() {
     }];
     let hit = br#"{"charges":[],"claim":null}"#.to_vec();
     assert_eq!(
-        with_settle(HIT_PATH, hit.clone(), &[], wire2),
+        with_settle(HIT_PATH, hit.clone(), &[], wire2()),
         (HIT_PATH, hit.clone()),
         "nothing to carry: the lone hit as it was"
     );
-    let (path, body) = with_settle(HIT_PATH, hit.clone(), &ops, wire2);
+    let (path, body) = with_settle(HIT_PATH, hit.clone(), &ops, wire2());
     assert_eq!(path, HITS_PATH);
     let request: crate::wire::batch::HitsRequest = serde_json::from_slice(&body).unwrap();
     assert_eq!(request.hits.len(), 1);

@@ -175,22 +175,21 @@ fn a_batch_carries_receipts_only_to_a_store_of_wire_2() {
     let mut v2 = StoreWire::default();
     v2.heard(Some(2));
     assert_eq!(body(v2)["ops"][0]["receipt"], "ab12");
+    // A store not heard yet gets it: a late claim of a hook whose call
+    // failed needs it to commit.
+    assert_eq!(body(StoreWire::default())["ops"][0]["receipt"], "ab12");
     // A store that named no version (v0.1.0's) refuses any field it doesn't
     // know, and with it the whole batch: the promote goes, its receipt not.
-    for wire1 in [StoreWire::default(), {
-        let mut w = StoreWire::default();
-        w.heard(None);
-        w
-    }] {
-        let sent = body(wire1);
-        assert_eq!(sent["ops"][0]["op"], "promote");
-        assert_eq!(
-            sent["ops"][0]["hook_id"],
-            promote.op.claim().hook_id.as_str()
-        );
-        assert!(sent["ops"][0].get("receipt").is_none(), "{sent}");
-        assert_eq!(sent["ops"].as_array().unwrap().len(), 2);
-    }
+    let mut wire1 = StoreWire::default();
+    wire1.heard(None);
+    let sent = body(wire1);
+    assert_eq!(sent["ops"][0]["op"], "promote");
+    assert_eq!(
+        sent["ops"][0]["hook_id"],
+        promote.op.claim().hook_id.as_str()
+    );
+    assert!(sent["ops"][0].get("receipt").is_none(), "{sent}");
+    assert_eq!(sent["ops"].as_array().unwrap().len(), 2);
     // The queued operation keeps it, for a later batch to a store that speaks it.
     assert!(matches!(
         &batch[0].op,
@@ -199,4 +198,30 @@ fn a_batch_carries_receipts_only_to_a_store_of_wire_2() {
             ..
         }
     ));
+}
+
+#[test]
+fn only_a_400_to_a_call_that_carried_a_receipt_says_the_store_is_older() {
+    let claim = release(0).op.claim().clone();
+    let promote = Queued {
+        retries: 0,
+        op: SettleOp::Promote {
+            hook_id: claim.hook_id.clone(),
+            claim,
+            receipt: Some("ab12".into()),
+        },
+    };
+    let unknown = StoreWire::default();
+    let proven = [promote, release(1)];
+    assert!(refused_receipts(Some("400"), &proven, unknown));
+    // Another failure, or a call that carried none, says nothing of its version.
+    assert!(!refused_receipts(Some("503"), &proven, unknown));
+    assert!(!refused_receipts(None, &proven, unknown));
+    assert!(!refused_receipts(Some("400"), &[release(1)], unknown));
+    let mut wire1 = StoreWire::default();
+    wire1.heard(None);
+    assert!(
+        !refused_receipts(Some("400"), &proven, wire1),
+        "sent without the receipt"
+    );
 }
