@@ -341,12 +341,13 @@ fn attack_a_forged_promote_is_refused_and_writes_nothing() {
         redis.cli(&["EXISTS", "ankusa:{acme}:claim:gh:never-delivered"]),
         "0"
     );
-    // Every edge holds an edge token, which may settle: the promote is
-    // carried out and changes nothing, as the key is pending under no hook.
+    // Every edge holds an edge token, which may settle: the promote carries
+    // no receipt of the intake's, so the store leaves it out (200, nothing
+    // applied) and counts it.
     let res = post(&store, "/v1/settle", Some(run_token()), &forged);
     assert_eq!(
         (res.status, res.json()["applied"].as_u64()),
-        (200, Some(1)),
+        (200, Some(0)),
         "{}",
         res.text()
     );
@@ -356,7 +357,7 @@ fn attack_a_forged_promote_is_refused_and_writes_nothing() {
         "an edge token committed a key no hook held"
     );
     assert_eq!(
-        store.metric(r#"ankusa_store_settle_skipped_total{op="promote",why="free"}"#),
+        store.metric(r#"ankusa_store_receipts_total{applied="false",result="missing"}"#),
         1.0
     );
 }

@@ -16,7 +16,16 @@ fn sigterm_flushes_queued_settles_and_exits_0() {
     let mut store = Store::start_on(
         free_port(),
         &redis.url(),
-        &["--settle-window-ms", "60000", "--max-budget-ms", "30000"],
+        // The queued promote carries no receipt: the upgrade's setting
+        // commits it (receipts are store-service/tests/it/receipts.rs's).
+        &[
+            "--settle-window-ms",
+            "60000",
+            "--max-budget-ms",
+            "30000",
+            "--receipts",
+            "accept-missing",
+        ],
     );
     assert!(store.wait_ready(Duration::from_secs(10)));
     let url = store.url_of("/v1/settle");
