@@ -29,6 +29,18 @@ fn a_thousand_hooks_from_fifty_clients_all_end_committed_in_few_batches() {
     let store = Store::start(&redis.url());
     let intake = Intake::start();
     let edge = edge("edge-settle", intake.port, store.port, roomy(50));
+    // One hook first, committed, so the burst meets an edge whose store
+    // cluster has its host: on a loaded machine the first calls can find
+    // none yet ("the store cluster took no call") and go unclaimed.
+    let warm = deliver(&edge, "/webhooks/gh", "many-warm-up");
+    assert_eq!(warm.status, 201, "{}", warm.text());
+    assert!(
+        eventually(Duration::from_secs(20), || redis
+            .cli(&["GET", &claim_key("many-warm-up")])
+            .starts_with("c:")),
+        "the warm-up hook was never committed:\n{}",
+        edge.log_tail()
+    );
     let url = edge.url("/webhooks/gh");
     let answers = concurrently(50, 1_000, move |i| {
         let r = ankusa_testkit::http::request(
