@@ -4,7 +4,7 @@
 //! [`crate::tokens`]; the role each endpoint needs is [`crate::endpoint`]'s.
 
 use crate::config::Config;
-use crate::tokens::{Role, RoleTokens, Tokens, OLD_TOKENS_ENV};
+use crate::tokens::{Caller, Role, RoleTokens, Tokens, OLD_TOKENS_ENV};
 use ankusa_core::fleet::token::bearer_token;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -81,6 +81,9 @@ pub fn spawn_reload_on_sighup(config: Config, auth: SharedAuth) -> Option<JoinHa
                             role.as_str()
                         );
                         *tokens.of_mut(role) = fresh;
+                        if role == Role::Edge {
+                            warn_unscoped(&tokens.edge);
+                        }
                     }
                     Err(e) => tracing::error!(
                         "SIGHUP: {e}; the {} tokens in force are kept",
@@ -91,6 +94,20 @@ pub fn spawn_reload_on_sighup(config: Config, auth: SharedAuth) -> Option<JoinHa
             *auth.write().unwrap_or_else(|p| p.into_inner()) = Auth::Required(tokens);
         }
     }))
+}
+
+/// Warns of edge tokens whose line names no node (the 0.2.0 format): each
+/// may speak for any name, up to its allowance of live names.
+fn warn_unscoped(edge: &Tokens) {
+    let unscoped = edge.unscoped();
+    if unscoped > 0 {
+        tracing::warn!(
+            "{unscoped} edge token(s) name no node: each may speak for any node name, {} live \
+             at once; give each edge its own token with `nodes=NAME` (or `nodes=PREFIX-* live=N`) \
+             on its line (docs/tokens.md, \"Node names\")",
+            crate::scope::UNSCOPED_LIVE
+        );
+    }
 }
 
 /// Why a `/v1/*` call was refused (the `reason` label of
@@ -154,6 +171,7 @@ impl Auth {
                     "/v1/* calls need a bearer token ({} accepted)",
                     tokens.summary()
                 );
+                warn_unscoped(&tokens.edge);
                 if tokens.operator.is_empty() {
                     tracing::info!(
                         "no operator token: overrides can't be changed nor tenants reset"
@@ -174,16 +192,17 @@ impl Auth {
         }
     }
 
-    /// Checks one request's `authorization` header value: the caller's role.
-    /// With `--insecure-no-auth` every caller is an operator.
-    pub fn check(&self, authorization: Option<&[u8]>) -> Result<Role, Refusal> {
+    /// Checks one request's `authorization` header value: the caller's role
+    /// and, for an edge token, the node names it speaks for. With
+    /// `--insecure-no-auth` every caller is an operator.
+    pub fn check(&self, authorization: Option<&[u8]>) -> Result<Caller, Refusal> {
         let Auth::Required(tokens) = self else {
-            return Ok(Role::Operator);
+            return Ok(Caller::operator());
         };
         let presented = authorization
             .and_then(bearer_token)
             .ok_or(Refusal::Missing)?;
-        tokens.role_of(presented).ok_or(Refusal::Invalid)
+        tokens.caller_of(presented).ok_or(Refusal::Invalid)
     }
 }
 

@@ -45,6 +45,12 @@ pub enum StoreError {
         method: String,
         path: String,
     },
+    /// An edge token naming a node it doesn't speak for, or a new node name
+    /// past its allowance of live names (see [`crate::scope`]).
+    NodeForbidden {
+        node: String,
+        why: crate::scope::NodeRefusal,
+    },
     /// The settle queue is full; the caller retries later.
     Overloaded {
         queued_max: usize,
@@ -92,7 +98,9 @@ impl StoreError {
             StoreError::NotFound { .. } | StoreError::NoOverride { .. } => StatusCode::NOT_FOUND,
             StoreError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             StoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            StoreError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            StoreError::Forbidden { .. } | StoreError::NodeForbidden { .. } => {
+                StatusCode::FORBIDDEN
+            }
             StoreError::Overloaded { .. }
             | StoreError::Timeout { .. }
             | StoreError::RedisUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -109,7 +117,7 @@ impl StoreError {
             StoreError::NoOverride { .. } => "no_override",
             StoreError::MethodNotAllowed { .. } => "method_not_allowed",
             StoreError::Unauthorized(_) => "unauthorized",
-            StoreError::Forbidden { .. } => "forbidden",
+            StoreError::Forbidden { .. } | StoreError::NodeForbidden { .. } => "forbidden",
             StoreError::Overloaded { .. } => "overloaded",
             StoreError::Timeout { .. } => "timeout",
             StoreError::RedisUnavailable(_) => "redis_unavailable",
@@ -144,6 +152,17 @@ impl StoreError {
                 echo(method),
                 echo(path)
             ),
+            StoreError::NodeForbidden { node, why } => match why {
+                crate::scope::NodeRefusal::Outside { nodes } => format!(
+                    "this edge token speaks for nodes={nodes}, not for node {}",
+                    echo(node)
+                ),
+                crate::scope::NodeRefusal::Allowance { live, ttl_ms } => format!(
+                    "this edge token's {live} live node name(s) are taken: node {} is refused \
+                     until one of them has been quiet for {ttl_ms} ms",
+                    echo(node)
+                ),
+            },
             StoreError::Overloaded { queued_max } => {
                 format!("the settle queue holds its {queued_max} operations; retry later")
             }

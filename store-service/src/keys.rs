@@ -62,3 +62,16 @@ pub const OVERRIDE_LOG: [&str; 5] = [
 /// `ankusa:overrides`: the index of tenants with an override that stores
 /// before the change log kept; read once at start to carry them over.
 pub const OLD_OVERRIDE_INDEX: &str = "ankusa:overrides";
+
+/// `ankusa:{edges}:live`: the fleet's live edges, a sorted set of node
+/// names scored by when each was last heard (unix ms on Redis's clock).
+pub const LIVE_EDGES: &str = "ankusa:{edges}:live";
+
+/// `ankusa:{edges}:names:<nodes>`: the live names of the edge tokens whose
+/// scope is `nodes` (a name or pattern, `*` for unscoped tokens), scored as
+/// [`LIVE_EDGES`]; a name enters [`LIVE_EDGES`] only through one of these,
+/// within its token's allowance. The same hash tag, so one script (one
+/// Cluster slot) checks both.
+pub fn live_names(nodes: &str) -> String {
+    format!("ankusa:{{edges}}:names:{nodes}")
+}

@@ -25,7 +25,9 @@ pub struct Metrics {
     pub redis_up: IntGauge,
     /// `ankusa_store_unauthorized_total{reason}`: `/v1/*` calls refused, `missing` or `invalid` token.
     pub unauthorized: IntCounterVec,
-    /// `ankusa_store_forbidden_total{endpoint}`: `/v1/*` calls with an accepted token outside its role.
+    /// `ankusa_store_forbidden_total{endpoint,reason}`: `/v1/*` calls refused 403: an accepted
+    /// token outside its role (`role`), an edge token naming a node it doesn't speak for
+    /// (`node`), or a new node name past its allowance of live names (`allowance`).
     pub forbidden: IntCounterVec,
     /// `ankusa_store_settle_skipped_total{op,why}`: settle operations that changed nothing because
     /// the key was not pending under the claim's hook (`free`, `committed`, `other_hook`).
@@ -147,9 +149,11 @@ impl Metrics {
         let forbidden = IntCounterVec::new(
             Opts::new(
                 "ankusa_store_forbidden_total",
-                "/v1/* calls refused 403: an accepted token outside its role, by endpoint.",
+                "/v1/* calls (or hits of a batch) refused 403, by endpoint and reason: an accepted \
+                 token outside its role (role), an edge token naming a node it doesn't speak for \
+                 (node), a new node name past its token's allowance of live names (allowance).",
             ),
-            &["endpoint"],
+            &["endpoint", "reason"],
         )
         .expect("static metric definition");
         let settle_skipped = IntCounterVec::new(

@@ -19,16 +19,25 @@ fn roles() -> RoleTokens {
 fn each_token_has_its_role_and_nothing_else_is_accepted() {
     let auth = Auth::Required(roles());
     let bearer = |t: &str| format!("Bearer {t}");
-    assert_eq!(auth.check(Some(bearer(A).as_bytes())), Ok(Role::Edge));
-    assert_eq!(auth.check(Some(bearer(B).as_bytes())), Ok(Role::Edge));
-    assert_eq!(auth.check(Some(bearer(OP).as_bytes())), Ok(Role::Operator));
+    assert_eq!(
+        auth.check(Some(bearer(A).as_bytes())).map(|c| c.role),
+        Ok(Role::Edge)
+    );
+    assert_eq!(
+        auth.check(Some(bearer(B).as_bytes())).map(|c| c.role),
+        Ok(Role::Edge)
+    );
+    assert_eq!(
+        auth.check(Some(bearer(OP).as_bytes())),
+        Ok(Caller::operator())
+    );
     assert_eq!(
         auth.check(Some(b"Bearer token-c-0123456789")),
         Err(Refusal::Invalid)
     );
     assert_eq!(auth.check(Some(A.as_bytes())), Err(Refusal::Missing));
     assert_eq!(auth.check(None), Err(Refusal::Missing));
-    assert_eq!(Auth::Off.check(None), Ok(Role::Operator));
+    assert_eq!(Auth::Off.check(None), Ok(Caller::operator()));
 }
 
 #[test]
@@ -94,8 +103,17 @@ fn each_role_reads_its_own_file() {
         panic!("refused");
     };
     let bearer = |t: &str| format!("Bearer {t}");
-    assert_eq!(auth.check(Some(bearer(A).as_bytes())), Ok(Role::Edge));
-    assert_eq!(auth.check(Some(bearer(B).as_bytes())), Ok(Role::Edge));
-    assert_eq!(auth.check(Some(bearer(OP).as_bytes())), Ok(Role::Operator));
+    assert_eq!(
+        auth.check(Some(bearer(A).as_bytes())).map(|c| c.role),
+        Ok(Role::Edge)
+    );
+    assert_eq!(
+        auth.check(Some(bearer(B).as_bytes())).map(|c| c.role),
+        Ok(Role::Edge)
+    );
+    assert_eq!(
+        auth.check(Some(bearer(OP).as_bytes())),
+        Ok(Caller::operator())
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,10 +1,11 @@
 //! `POST /v1/hit`: every charge and the claim in one script call.
 
-use super::{budget, count, json, read_json, resend_deadline, within, Reply, Shared};
+use super::{budget, count, json, nodes, read_json, resend_deadline, within, Reply, Shared};
 use crate::backend::{Backend, Node, Once};
 use crate::errors::StoreError;
 use crate::keys;
 use crate::spans;
+use crate::tokens::Caller;
 use ankusa_core::limit::gcra::wait_ms;
 use ankusa_core::wire::version::WIRE_VERSION;
 use ankusa_core::wire::{HitAnswer, HitReply, HitRequest};
@@ -14,13 +15,18 @@ use redis::Value;
 use std::time::{Duration, Instant};
 use tracing::{Instrument, Span};
 
-pub async fn hit(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
+pub async fn hit(
+    shared: &Shared,
+    req: Request<Incoming>,
+    caller: &Caller,
+) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
     let hit: HitRequest = read_json(shared, req, super::MAX_BODY_BYTES, "hit request").await?;
     hit.validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    nodes::check_hit(shared, caller, "hit", &hit)?;
     if let Some(node) = &hit.node {
-        shared.edges.note(node);
+        nodes::admit(shared, caller, "hit", node, budget).await?;
     }
     let request = Span::current();
     spans::tenant(&request, hit.tenant().unwrap_or_default());

@@ -9,12 +9,13 @@
 //! sent twice, as a hit is not idempotent.
 
 use super::hit::{answer_of, hit_cmd, node_of, result_of};
-use super::{budget, count, json, read_json, resend_deadline, within, Reply, Shared};
+use super::{budget, count, json, nodes, read_json, resend_deadline, within, Reply, Shared};
 use crate::backend::{Backend, Node};
 use crate::errors::StoreError;
 use crate::keys;
 use crate::receipts;
 use crate::spans;
+use crate::tokens::Caller;
 use ankusa_core::wire::batch::{check_count, check_settle, item_field, HitResult, HitsAnswer};
 use ankusa_core::wire::version::WIRE_VERSION;
 use ankusa_core::wire::{tolerant, HitReply, HitRequest, SettleOp};
@@ -47,11 +48,16 @@ type Item = (usize, HitRequest, Span);
 /// What one node runs: hits and settle operations.
 type NodeWork = (Vec<Item>, Vec<SettleOp>);
 
-pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
+pub async fn hits(
+    shared: &Shared,
+    req: Request<Incoming>,
+    caller: &Caller,
+) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
     let raw: RawHits = read_json(shared, req, super::MAX_BODY_BYTES, "hits request").await?;
     check_count(raw.hits.len()).map_err(|e| StoreError::BadRequest(e.to_string()))?;
     check_settle(&raw.settle).map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    nodes::check_settle(shared, caller, "hits", &raw.settle)?;
     // `settled` counts every riding operation the store is done with: one
     // the receipt check left out is answered, and sending it again would
     // change nothing.
@@ -60,17 +66,36 @@ pub async fn hits(shared: &Shared, req: Request<Incoming>) -> Result<Reply, Stor
     let total = raw.hits.len();
     let mut results: Vec<Option<HitResult>> = vec![None; total];
     let mut valid = Vec::with_capacity(total);
+    // Each distinct node name is admitted once (a batch is one edge's).
+    let mut admitted: HashMap<String, Result<(), StoreError>> = HashMap::new();
     for (i, item) in raw.hits.iter().enumerate() {
-        match read_item(shared, i, item) {
-            Ok(hit) => {
-                if let Some(node) = &hit.node {
-                    shared.edges.note(node);
-                }
-                let span = spans::hit(&hit);
-                valid.push((i, hit, span));
+        let read = read_item(shared, i, item)
+            .and_then(|hit| nodes::check_hit(shared, caller, "hits", &hit).map(|()| hit));
+        let hit = match read {
+            Ok(hit) => hit,
+            Err(e) => {
+                results[i] = Some(refused(&e));
+                continue;
             }
-            Err(e) => results[i] = Some(refused(&e)),
+        };
+        if let Some(node) = &hit.node {
+            if !admitted.contains_key(node) {
+                match nodes::admit(shared, caller, "hits", node, budget).await {
+                    Err(e @ StoreError::NodeForbidden { .. }) => {
+                        admitted.insert(node.clone(), Err(e))
+                    }
+                    // Redis unreached: the batch fails as a whole, as below.
+                    Err(e) => return Err(e),
+                    Ok(()) => admitted.insert(node.clone(), Ok(())),
+                };
+            }
+            if let Some(Err(e)) = admitted.get(node) {
+                results[i] = Some(refused(e));
+                continue;
+            }
         }
+        let span = spans::hit(&hit);
+        valid.push((i, hit, span));
     }
     let mut settled = (riding > 0 && settles.is_empty()).then_some(riding);
     if !valid.is_empty() || !settles.is_empty() {

@@ -3,6 +3,7 @@
 
 mod hit;
 mod hits;
+mod nodes;
 mod overrides;
 mod reset;
 mod settle;
@@ -16,6 +17,7 @@ use crate::endpoint::Endpoint;
 use crate::errors::StoreError;
 use crate::receipts::SharedReceipts;
 use crate::spans;
+use crate::tokens::Caller;
 use ankusa_core::wire::{tolerant, BUDGET_HEADER};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -64,7 +66,7 @@ async fn route(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Option<End
     let method = req.method().clone();
     // One gate for every `/v1/*` path, known or not, before anything else
     // is looked at: an unauthenticated caller learns nothing about routes.
-    let mut role = None;
+    let mut caller = None;
     if path.starts_with("/v1/") {
         let mut given = req.headers().get_all(AUTHORIZATION).iter();
         let presented = given.next().map(HeaderValue::as_bytes);
@@ -87,7 +89,7 @@ async fn route(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Option<End
             .check(presented);
         match checked {
             Ok(held) => {
-                role = Some(held);
+                caller = Some(held);
                 // The connection has shown it belongs to a caller (see crate::conns).
                 if let Some(conn) = req.extensions().get::<Arc<Conn>>() {
                     conn.authenticate();
@@ -121,13 +123,13 @@ async fn route(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Option<End
             },
         );
     }
-    if let (Some(role), Some(needed)) = (role, endpoint.role(&method)) {
+    if let (Some(role), Some(needed)) = (caller.as_ref().map(|c| c.role), endpoint.role(&method)) {
         if role < needed {
             shared
                 .backend
                 .metrics
                 .forbidden
-                .with_label_values(&[endpoint.name()])
+                .with_label_values(&[endpoint.name(), "role"])
                 .inc();
             let method = method.to_string();
             return fail(
@@ -137,10 +139,12 @@ async fn route(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Option<End
             );
         }
     }
+    // Outside `/v1/` no token is asked, and no handler below reads it.
+    let caller = caller.unwrap_or_else(Caller::operator);
     let result = match endpoint {
-        Endpoint::Hit => hit::hit(&shared, req).await,
-        Endpoint::Hits => hits::hits(&shared, req).await,
-        Endpoint::Settle => settle::settle(&shared, req).await,
+        Endpoint::Hit => hit::hit(&shared, req, &caller).await,
+        Endpoint::Hits => hits::hits(&shared, req, &caller).await,
+        Endpoint::Settle => settle::settle(&shared, req, &caller).await,
         Endpoint::Reset => reset::reset(&shared, req).await,
         Endpoint::Overrides => overrides::list(&shared, req).await,
         Endpoint::Override => overrides::one(&shared, req).await,

@@ -2,21 +2,27 @@
 //! settle in flight (see `batcher`), each promote's receipt checked first
 //! (see `receipts`).
 
-use super::{budget, count, json, read_json, within, Reply, Shared};
+use super::{budget, count, json, nodes, read_json, within, Reply, Shared};
 use crate::errors::StoreError;
 use crate::receipts;
+use crate::tokens::Caller;
 use ankusa_core::wire::version::WIRE_VERSION;
 use ankusa_core::wire::{SettleAnswer, SettleRequest};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 
-pub async fn settle(shared: &Shared, req: Request<Incoming>) -> Result<Reply, StoreError> {
+pub async fn settle(
+    shared: &Shared,
+    req: Request<Incoming>,
+    caller: &Caller,
+) -> Result<Reply, StoreError> {
     let budget = budget(shared, &req)?;
     let settle: SettleRequest =
         read_json(shared, req, super::MAX_SETTLE_BODY_BYTES, "settle request").await?;
     settle
         .validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    nodes::check_settle(shared, caller, "settle", &settle.ops)?;
     // A promote the receipt check leaves out is answered, not failed:
     // `applied` counts what reached Redis.
     let ops = receipts::screen(&shared.receipts, &shared.backend.metrics, settle.ops);

@@ -17,6 +17,7 @@ mod receipts;
 mod replay;
 mod resharding;
 mod roles;
+mod scopes;
 mod shutdown;
 mod suite;
 mod traces;

@@ -153,11 +153,11 @@ fn each_role_gets_its_endpoints_and_the_table_is_the_documented_one() {
         "0"
     );
     assert_eq!(
-        store.metric(r#"ankusa_store_forbidden_total{endpoint="override"}"#),
+        store.metric(r#"ankusa_store_forbidden_total{endpoint="override",reason="role"}"#),
         2.0
     );
     assert_eq!(
-        store.metric(r#"ankusa_store_forbidden_total{endpoint="reset"}"#),
+        store.metric(r#"ankusa_store_forbidden_total{endpoint="reset",reason="role"}"#),
         1.0
     );
     assert_eq!(
