@@ -176,6 +176,12 @@ impl Edge {
         Edge::started(spec, |spec| Edge::spawn_with_token(spec, token))
     }
 
+    /// Starts Envoy with `token` as its store token (a token scoped to its
+    /// node, say), with an access log when `logged`, without waiting.
+    pub fn spawn_as(spec: EdgeSpec, token: &str, logged: bool) -> Edge {
+        Edge::spawn_inner(spec, |b| b, false, Some(token), logged)
+    }
+
     /// [`Edge::start_with_token`] without waiting (for a token that must be refused).
     pub fn spawn_with_token(spec: EdgeSpec, token: Option<&str>) -> Edge {
         Edge::spawn_inner(spec, |b| b, false, token, false)

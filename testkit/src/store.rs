@@ -95,6 +95,21 @@ impl Store {
         Self::start_with_env(port, redis_url, extra_args, &run_tokens())
     }
 
+    /// [`Store::start_on`] accepting `edge_tokens` (an
+    /// `ANKUSA_STORE_EDGE_TOKENS` list: `<token> nodes=… live=…` items,
+    /// comma separated) as its edge tokens instead of the run's, with the
+    /// run's operator token and receipt key.
+    pub fn start_with_edge_tokens(
+        port: u16,
+        redis_url: &str,
+        extra_args: &[&str],
+        edge_tokens: &str,
+    ) -> Store {
+        let mut env = run_tokens();
+        env[0] = (EDGE_TOKENS_ENV, edge_tokens);
+        Self::start_with_env(port, redis_url, extra_args, &env)
+    }
+
     /// Starts on `port` with `extra_args` and only `env` added to the
     /// environment (no token unless `env` gives one).
     pub fn start_with_env(

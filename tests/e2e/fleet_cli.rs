@@ -333,8 +333,35 @@ fn secrets_go_to_the_edges_only_and_the_operator_token_to_a_file() {
     };
     let edge_token = edge_tokens.first().cloned().unwrap_or_default();
     let statuses = (call(&edge_token), call(&operator));
+    // Each edge holds its own token, which speaks only for its own node.
+    let mut distinct = edge_tokens.clone();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.len() != edge_tokens.len() {
+        wrong.push("two edges hold the same store token".to_string());
+    }
+    let hit_as = |token: &str, node: &str| {
+        let hit = format!(
+            r#"{{"charges": [{{"kind": "hooks", "tenant": "acme", "units": 1, "rate": 100,
+                 "burst": 100}}], "claim": null, "node": "{node}"}}"#
+        );
+        ankusa_testkit::http::request(
+            "POST",
+            &format!("{}/v1/hit", json["store"].as_str().unwrap_or_default()),
+            &[("authorization", &format!("Bearer {token}"))],
+            hit.as_bytes(),
+            Duration::from_secs(10),
+        )
+        .map_or(0, |r| r.status)
+    };
+    let nodes = (hit_as(&edge_token, "edge-1"), hit_as(&edge_token, "edge-2"));
     signal(child.id(), "TERM");
     assert_eq!(wait_exit(&mut child).code(), Some(0));
     assert!(wrong.is_empty(), "{wrong:#?}");
     assert_eq!(statuses, (403, 200), "edge token, operator token");
+    assert_eq!(
+        nodes,
+        (200, 403),
+        "edge-1's token naming edge-1, then edge-2"
+    );
 }

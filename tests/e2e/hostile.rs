@@ -9,6 +9,7 @@
 //! (`scripts/reliability.sh` puts them in `RELIABILITY.md`).
 
 mod floods;
+mod names;
 
 use ankusa_testkit::envoy::fleet_filter_config;
 use ankusa_testkit::process::rss_kib;

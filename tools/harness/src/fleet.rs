@@ -14,10 +14,14 @@
 //! so `--base-port 20000 --edges 2` gives edges on 20010 and 20020, admins on
 //! 20011 and 20021. Without a base port every part gets a free port.
 //!
-//! The store gets two fresh tokens: the edge token, which every edge holds
-//! (hits, settles, reading overrides), and the operator token, which no edge
-//! holds and which is written to `operator.token` in the fleet's folder
-//! (named in `READY` as `operator_token_file`) for changing overrides by hand.
+//! The store gets fresh tokens: one edge token per edge, each speaking only
+//! for its own node name (`<token> nodes=edge-i`: hits, settles, reading
+//! overrides), and the operator token, which no edge holds and which is
+//! written to `operator.token` in the fleet's folder (named in `READY` as
+//! `operator_token_file`) for changing overrides by hand. The run's own edge
+//! token ([`ankusa_testkit::token::run_token`], for tools calling the store
+//! as an edge would) is accepted for the fleet's names too
+//! (`nodes=edge-* live=N`).
 //! The store and the intake share a fresh receipt key (`receipt_key_file`),
 //! no edge holds it: the intake answers each hook it stores with a receipt,
 //! and the store commits a claim only with one.
@@ -31,7 +35,7 @@ use ankusa_testkit::intake::Intake;
 use ankusa_testkit::process::scratch_dir;
 use ankusa_testkit::redis::Redis;
 use ankusa_testkit::store::Store;
-use ankusa_testkit::token::operator_token;
+use ankusa_testkit::token::{fresh_token, operator_token, run_token};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -81,6 +85,8 @@ pub struct Fleet {
     /// The file holding the store's operator token (mode 0600), for calling
     /// the overrides API by hand; the edges hold only the edge token.
     pub operator_token_file: PathBuf,
+    /// Edge i's store token, scoped to its node (`nodes=edge-i`).
+    pub edge_tokens: Vec<String>,
 }
 
 impl Fleet {
@@ -101,7 +107,8 @@ impl Fleet {
         std::fs::create_dir_all(&redis_dir)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", redis_dir.display()));
         let redis = Redis::start_on(ports.redis, &redis_dir);
-        let store = Store::start_on(ports.store, &redis.url(), &[]);
+        let tokens = edge_tokens(ports.edges.len());
+        let store = Store::start_with_edge_tokens(ports.store, &redis.url(), &[], &tokens.list);
         assert!(
             store.wait_ready(Duration::from_secs(10)),
             "ankusa-store never reached Redis:\n{}",
@@ -123,16 +130,12 @@ impl Fleet {
             ports: ports.clone(),
             dir,
             operator_token_file,
+            edge_tokens: tokens.each.clone(),
         };
         // Spawn every Envoy first, then wait: their start-ups (V8 compiling the
         // filter) overlap instead of adding up.
-        let spawn = if spec.access_log {
-            Edge::spawn_logged
-        } else {
-            Edge::spawn
-        };
-        for (i, (listen, admin)) in ports.edges.iter().enumerate() {
-            fleet.edges.push(spawn(EdgeSpec {
+        for (i, ((listen, admin), token)) in ports.edges.iter().zip(&tokens.each).enumerate() {
+            let edge = EdgeSpec {
                 node: format!("edge-{}", i + 1),
                 listen_port: *listen,
                 admin_port: *admin,
@@ -141,7 +144,10 @@ impl Fleet {
                 concurrency: spec.concurrency,
                 filter_config: spec.filter_config.clone(),
                 vm_env: spec.vm_env.clone(),
-            }));
+            };
+            fleet
+                .edges
+                .push(Edge::spawn_as(edge, token, spec.access_log));
         }
         for edge in &mut fleet.edges {
             edge.wait_ready(Duration::from_secs(60));
@@ -230,4 +236,34 @@ fn write_secret(path: &std::path::Path, secret: &str) {
         .open(path)
         .and_then(|mut f| f.write_all(format!("{secret}\n").as_bytes()))
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
+/// The fleet's edge tokens: one per edge, scoped to its node.
+struct EdgeTokens {
+    /// What the store reads (`ANKUSA_STORE_EDGE_TOKENS`).
+    list: String,
+    /// Edge i's token, for its Envoy's `ANKUSA_STORE_TOKEN`.
+    each: Vec<String>,
+}
+
+/// A fresh token per edge, `<token> nodes=edge-i`, and the run's token for
+/// the fleet's names (`nodes=edge-* live=N`).
+fn edge_tokens(edges: usize) -> EdgeTokens {
+    let each: Vec<String> = (1..=edges)
+        .map(|i| fresh_token(&format!("edge-{i}")))
+        .collect();
+    let mut items: Vec<String> = each
+        .iter()
+        .enumerate()
+        .map(|(i, token)| format!("{token} nodes=edge-{}", i + 1))
+        .collect();
+    items.push(format!(
+        "{} nodes=edge-* live={}",
+        run_token(),
+        edges.max(1)
+    ));
+    EdgeTokens {
+        list: items.join(","),
+        each,
+    }
 }

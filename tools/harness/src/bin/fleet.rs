@@ -157,7 +157,7 @@ async fn run(spec: FleetSpec) -> i32 {
     );
     eprintln!(
         "fleet: the store's operator token (to change overrides: PUT/DELETE {}/v1/overrides/<tenant>) \
-         is in {}; the edges hold only the edge token",
+         is in {}; each edge holds only its own edge token, which speaks for its node alone",
         fleet.store.url(),
         fleet.operator_token_file.display()
     );
