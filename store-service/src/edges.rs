@@ -37,6 +37,9 @@ pub const MAX_HEARD: usize = 10_000;
 
 const SCRIPT: &str = include_str!("scripts/edges.lua");
 
+/// What `edges.lua` answers: the fleet's count, and the names it refused, by scope.
+type Ran = (u64, Vec<(Arc<Scope>, String)>);
+
 /// The names heard since the last refresh: those of callers with no scope
 /// (operators), and those of each edge-token scope.
 #[derive(Default)]
@@ -144,7 +147,7 @@ impl LiveEdges {
         backend: &Backend,
         free: &[String],
         scoped: &[(Arc<Scope>, Vec<String>)],
-    ) -> Result<(u64, Vec<(Arc<Scope>, String)>), StoreError> {
+    ) -> Result<Ran, StoreError> {
         let mut conn = backend.conn()?;
         let mut call = self.script.key(KEY);
         call.arg(self.ttl_ms()).arg(free.len());
@@ -228,10 +231,7 @@ impl LiveEdges {
 }
 
 /// `edges.lua`'s reply: the count, then (scope index, name) pairs refused.
-fn parse_reply(
-    reply: &[Value],
-    scoped: &[(Arc<Scope>, Vec<String>)],
-) -> Result<(u64, Vec<(Arc<Scope>, String)>), StoreError> {
+fn parse_reply(reply: &[Value], scoped: &[(Arc<Scope>, Vec<String>)]) -> Result<Ran, StoreError> {
     let unexpected = || StoreError::Internal(format!("unexpected edges script reply {reply:?}"));
     let Some(Value::Int(count)) = reply.first() else {
         return Err(unexpected());

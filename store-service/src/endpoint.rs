@@ -6,6 +6,11 @@ use crate::tokens::Role;
 use ankusa_core::wire;
 use hyper::Method;
 
+/// The operators' listing of the claims a node made (see [`crate::claims`]).
+pub const CLAIMS_PATH: &str = "/v1/claims";
+/// The operators' release of claims that listing gave.
+pub const CLAIMS_RELEASE_PATH: &str = "/v1/claims/release";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endpoint {
     Hit,
@@ -16,19 +21,25 @@ pub enum Endpoint {
     Overrides,
     /// `/v1/overrides/<tenant>`: one tenant's override.
     Override,
+    /// `GET /v1/claims?node=…`: the pending claims a node made.
+    Claims,
+    /// `POST /v1/claims/release`: release claims listed by `Claims`.
+    ClaimsRelease,
     Metrics,
     Healthz,
     Readyz,
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 9] = [
+    pub const ALL: [Endpoint; 11] = [
         Endpoint::Hit,
         Endpoint::Hits,
         Endpoint::Settle,
         Endpoint::Reset,
         Endpoint::Overrides,
         Endpoint::Override,
+        Endpoint::Claims,
+        Endpoint::ClaimsRelease,
         Endpoint::Metrics,
         Endpoint::Healthz,
         Endpoint::Readyz,
@@ -50,6 +61,8 @@ impl Endpoint {
             Endpoint::Settle => wire::SETTLE_PATH,
             Endpoint::Reset => wire::RESET_PATH,
             Endpoint::Overrides | Endpoint::Override => wire::OVERRIDES_PATH,
+            Endpoint::Claims => CLAIMS_PATH,
+            Endpoint::ClaimsRelease => CLAIMS_RELEASE_PATH,
             Endpoint::Metrics => "/metrics",
             Endpoint::Healthz => "/healthz",
             Endpoint::Readyz => "/readyz",
@@ -65,6 +78,8 @@ impl Endpoint {
             Endpoint::Reset => "reset",
             Endpoint::Overrides => "overrides",
             Endpoint::Override => "override",
+            Endpoint::Claims => "claims",
+            Endpoint::ClaimsRelease => "claims_release",
             Endpoint::Metrics => "metrics",
             Endpoint::Healthz => "healthz",
             Endpoint::Readyz => "readyz",
@@ -75,9 +90,11 @@ impl Endpoint {
     /// POSTs, one override is read, put and deleted, the rest are read.
     pub fn allows(self, method: &Method) -> bool {
         match self {
-            Endpoint::Hit | Endpoint::Hits | Endpoint::Settle | Endpoint::Reset => {
-                method == Method::POST
-            }
+            Endpoint::Hit
+            | Endpoint::Hits
+            | Endpoint::Settle
+            | Endpoint::Reset
+            | Endpoint::ClaimsRelease => method == Method::POST,
             Endpoint::Override => matches!(*method, Method::GET | Method::PUT | Method::DELETE),
             _ => method == Method::GET,
         }
@@ -92,7 +109,9 @@ impl Endpoint {
                 Some(Role::Edge)
             }
             Endpoint::Override if method == Method::GET => Some(Role::Edge),
-            Endpoint::Override | Endpoint::Reset => Some(Role::Operator),
+            Endpoint::Override | Endpoint::Reset | Endpoint::Claims | Endpoint::ClaimsRelease => {
+                Some(Role::Operator)
+            }
             Endpoint::Metrics | Endpoint::Healthz | Endpoint::Readyz => None,
         }
     }
@@ -137,6 +156,11 @@ mod tests {
         assert_eq!(one.role(&Method::PUT), Some(Role::Operator));
         assert_eq!(one.role(&Method::DELETE), Some(Role::Operator));
         assert_eq!(Endpoint::Reset.role(&Method::POST), Some(Role::Operator));
+        assert_eq!(Endpoint::Claims.role(&Method::GET), Some(Role::Operator));
+        assert_eq!(
+            Endpoint::ClaimsRelease.role(&Method::POST),
+            Some(Role::Operator)
+        );
         assert_eq!(Endpoint::Metrics.role(&Method::GET), None);
     }
 
@@ -149,7 +173,16 @@ mod tests {
             .collect();
         assert_eq!(
             counted,
-            ["hit", "hits", "settle", "reset", "overrides", "override"]
+            [
+                "hit",
+                "hits",
+                "settle",
+                "reset",
+                "overrides",
+                "override",
+                "claims",
+                "claims_release"
+            ]
         );
         assert!(Endpoint::Override.allows(&Method::DELETE));
         assert!(!Endpoint::Hit.allows(&Method::GET));

@@ -8,12 +8,15 @@ use redis::{Cmd, Script};
 pub const GCRA_LUA: &str = include_str!("scripts/gcra.lua");
 const HIT_BODY: &str = include_str!("scripts/hit.lua");
 const SETTLE_LUA: &str = include_str!("scripts/settle.lua");
+const CLAIMS_RELEASE_LUA: &str = include_str!("scripts/claims_release.lua");
 
 pub struct Scripts {
     pub hit: Script,
     /// Promote and release: each moves a claim only while the caller's hook
     /// holds it pending.
     pub settle: Script,
+    /// An operator's release of a claim a node left pending (see `claims`).
+    pub claims_release: Script,
     /// `SCRIPT LOAD` of the hit script, then of the settle script: what a
     /// pipeline of hits (`..1`) or of hits and settles (`..`) sends first
     /// after a `NOSCRIPT` or a redirect, and a settle flush (`[1]`) every
@@ -32,6 +35,7 @@ impl Scripts {
         Scripts {
             hit: Script::new(&hit),
             settle: Script::new(SETTLE_LUA),
+            claims_release: Script::new(CLAIMS_RELEASE_LUA),
             loads: [load(&hit), load(SETTLE_LUA)],
         }
     }

@@ -19,11 +19,13 @@ mod direct;
 mod health;
 mod once;
 mod pipeline;
+mod scan;
 mod slots;
 
 pub use conn::Conn;
 pub use direct::Addr;
 pub use once::Once;
+pub use scan::{ScanAt, Step};
 pub use slots::{parse_cluster_slots, Node, SlotOwner};
 
 pub struct Backend {

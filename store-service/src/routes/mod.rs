@@ -1,6 +1,7 @@
 //! HTTP routing: which path and method reach which handler, reading the
 //! body and budget, and turning results into responses and metrics.
 
+mod claims;
 mod hit;
 mod hits;
 mod nodes;
@@ -146,6 +147,8 @@ async fn route(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Option<End
         Endpoint::Hits => hits::hits(&shared, req, &caller).await,
         Endpoint::Settle => settle::settle(&shared, req, &caller).await,
         Endpoint::Reset => reset::reset(&shared, req).await,
+        Endpoint::Claims => claims::list(&shared, req).await,
+        Endpoint::ClaimsRelease => claims::release(&shared, req).await,
         Endpoint::Overrides => overrides::list(&shared, req).await,
         Endpoint::Override => overrides::one(&shared, req).await,
         Endpoint::Metrics => {

@@ -68,6 +68,12 @@ fn calls() -> Vec<(&'static str, &'static str, String)> {
         ("GET", "/v1/overrides/acme", String::new()),
         ("DELETE", "/v1/overrides/acme", String::new()),
         ("POST", "/v1/reset", json!({"tenant": "acme"}).to_string()),
+        ("GET", "/v1/claims?node=edge-1", String::new()),
+        (
+            "POST",
+            "/v1/claims/release",
+            json!({"claims": []}).to_string(),
+        ),
     ]
 }
 
@@ -97,7 +103,10 @@ fn cell(res: &Response) -> String {
 
 /// What each caller must get: the rule, independent of the table.
 fn expected(method: &str, path: &str, heading: &str) -> &'static str {
-    let operators_only = method == "PUT" || method == "DELETE" || path == "/v1/reset";
+    let operators_only = method == "PUT"
+        || method == "DELETE"
+        || path == "/v1/reset"
+        || path.starts_with("/v1/claims");
     match heading {
         "no token" | "a wrong token" => "401",
         "edge and operator token (two headers)" => "400",
@@ -161,8 +170,14 @@ fn each_role_gets_its_endpoints_and_the_table_is_the_documented_one() {
         1.0
     );
     assert_eq!(
+        store.metric(r#"ankusa_store_forbidden_total{endpoint="claims",reason="role"}"#)
+            + store
+                .metric(r#"ankusa_store_forbidden_total{endpoint="claims_release",reason="role"}"#),
+        2.0
+    );
+    assert_eq!(
         store.metric(r#"ankusa_store_errors_total{cause="forbidden"}"#),
-        3.0
+        5.0
     );
 
     let doc = std::fs::read_to_string(workspace_root().join("RELIABILITY.md"))

@@ -387,3 +387,169 @@ fn a_bare_token_line_works_for_any_name_with_a_warning_and_a_bounded_allowance()
         "{statuses:?}"
     );
 }
+
+/// A store with one leaked pattern token and an operator token.
+fn operator_config(db: &Db, leaked: &str, operator: &str) -> Config {
+    let mut config = Config::for_redis(&db.url()).with_tokens(RoleTokens {
+        edge: Tokens::new(&[format!("{leaked} nodes=edge-* live=4")]).expect("edge token"),
+        operator: Tokens::from_list(operator, ankusa_store::tokens::Role::Operator)
+            .expect("operator token"),
+    });
+    config.edges_ttl_ms = TTL_MS;
+    config
+}
+
+async fn list_all(http: &Http, store: &Service, operator: &str, query: &str) -> Vec<Value> {
+    let bearer = format!("Bearer {operator}");
+    let mut cursor: Option<String> = None;
+    let mut all = Vec::new();
+    for _ in 0..1_000 {
+        let mut url = store.at(&format!("/v1/claims?{query}"));
+        if let Some(c) = &cursor {
+            url.push_str(&format!("&cursor={c}"));
+        }
+        let (status, text) = http
+            .send("GET", &url, &[("authorization", bearer.as_str())], vec![])
+            .await;
+        assert_eq!(status, 200, "{text}");
+        let page: Value = serde_json::from_str(&text).expect("JSON");
+        all.extend(page["claims"].as_array().cloned().unwrap_or_default());
+        match page["cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return all,
+        }
+    }
+    panic!("the listing never ended");
+}
+
+async fn claims_on(db: Db) {
+    use ankusa_core::hook::hook_id::hook_id;
+    let (leaked, operator) = (fresh_token("leaked"), fresh_token("operator"));
+    let store = Service::start(operator_config(&db, &leaked, &operator)).await;
+    store.wait_ready(Duration::from_secs(20)).await;
+    let http = Http::new();
+    let at = |ms: u64, n: u8| hook_id(ms, [n; 10]);
+    let base = 1_800_000_000_000u64;
+    // edge-x's claims at base+0..base+40 s, one with a made-up hook id, and
+    // edge-y's; each its own tenant and key, so they spread over the slots.
+    let mut made = Vec::new();
+    for i in 0..40u64 {
+        let hook = at(base + i * 1_000, i as u8);
+        made.push((format!("t{}", i % 7), format!("evt-{i}"), hook, "edge-x"));
+    }
+    made.push(("t1".into(), "forged-1".into(), "forged".into(), "edge-x"));
+    for i in 0..5u64 {
+        made.push((
+            format!("t{i}"),
+            format!("other-{i}"),
+            at(base + i, 99),
+            "edge-y",
+        ));
+    }
+    for (tenant, key, hook, node) in &made {
+        let claim = json!({"tenant": tenant, "source_id": "gh", "key": key, "hook_id": hook,
+                           "node": node, "ttl_ms": 600_000, "pending_ttl_ms": 600_000});
+        let body = json!({"charges": [charge("hooks", tenant, 1, 1_000_000, 1_000_000)],
+                          "claim": claim, "node": node});
+        let (status, answer) = post(&http, &store, &leaked, "/v1/hit", &body).await;
+        assert_eq!((status, &answer["result"]), (200, &json!("ok")), "{answer}");
+    }
+
+    // The edge token may not list: an operator's call.
+    let (status, _) = http
+        .send(
+            "GET",
+            &store.at("/v1/claims?node=edge-x"),
+            &[("authorization", &format!("Bearer {leaked}"))],
+            vec![],
+        )
+        .await;
+    assert_eq!(status, 403);
+
+    // From base+10 s to base+19 s: 10 claims, and the one with no time.
+    let query = format!("node=edge-x&from={}&to={}", base + 10_000, base + 19_000);
+    let listed = list_all(&http, &store, &operator, &query).await;
+    let mut keys: Vec<String> = listed
+        .iter()
+        .map(|c| c["key"].as_str().unwrap_or("?").to_string())
+        .collect();
+    keys.sort();
+    let mut want: Vec<String> = (10..20).map(|i| format!("evt-{i}")).collect();
+    want.push("forged-1".into());
+    want.sort();
+    assert_eq!(keys, want);
+    assert!(listed.iter().all(|c| c["node"] == "edge-x"));
+    // One tenant only.
+    let t3 = list_all(&http, &store, &operator, "node=edge-x&tenant=t3").await;
+    assert!(
+        !t3.is_empty() && t3.iter().all(|c| c["tenant"] == "t3"),
+        "{t3:?}"
+    );
+
+    // One of them is claimed again by another hook before the release: kept.
+    let again = listed
+        .iter()
+        .find(|c| c["key"] == "evt-12")
+        .expect("evt-12")
+        .clone();
+    let again_key = format!(
+        "ankusa:{{{}}}:claim:gh:evt-12",
+        again["tenant"].as_str().unwrap_or("")
+    );
+    db.cli(&["SET", &again_key, "p:someone-else:edge-x", "PX", "600000"]);
+    let bearer = format!("Bearer {operator}");
+    let (status, answer) = http
+        .post_with(
+            &store.at("/v1/claims/release"),
+            &[("authorization", bearer.as_str())],
+            &json!({"claims": listed}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        (answer["released"].as_u64(), answer["kept"].as_u64()),
+        (Some(10), Some(1))
+    );
+    assert_eq!(db.get(&again_key), "p:someone-else:edge-x");
+    let left = list_all(&http, &store, &operator, "node=edge-x").await;
+    assert_eq!(left.len(), 41 - 10, "{left:?}");
+    assert_eq!(
+        list_all(&http, &store, &operator, "node=edge-y")
+            .await
+            .len(),
+        5
+    );
+    // A released key is free: the sender's retry claims it.
+    let freed = listed
+        .iter()
+        .find(|c| c["key"] == "evt-15")
+        .expect("evt-15");
+    let claim = json!({"tenant": freed["tenant"], "source_id": "gh", "key": "evt-15",
+                       "hook_id": at(base + 99_000, 7), "node": "edge-x", "ttl_ms": 600_000,
+                       "pending_ttl_ms": 600_000});
+    let body = json!({"charges": [], "claim": claim, "node": "edge-x"});
+    let (status, answer) = post(&http, &store, &leaked, "/v1/hit", &body).await;
+    assert_eq!((status, &answer["result"]), (200, &json!("ok")), "{answer}");
+    // A release naming a bad field is refused naming it; nothing moves.
+    let (status, answer) = http
+        .post_with(
+            &store.at("/v1/claims/release"),
+            &[("authorization", bearer.as_str())],
+            &json!({"claims": [{"tenant": "t1", "source_id": "gh", "key": "k", "hook_id": "h",
+                                "node": "edge x"}]}),
+        )
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(message(&answer).contains("claims[0].node"), "{answer}");
+    store.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_operator_lists_and_releases_the_pending_claims_a_node_made() {
+    claims_on(Db::Single(Redis::start())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_operator_lists_and_releases_a_nodes_claims_on_a_cluster() {
+    claims_on(Db::Cluster(RedisCluster::start())).await;
+}
