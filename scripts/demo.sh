@@ -109,7 +109,7 @@ admins=$(field admins)
 store=$(field store)
 intake=$(field intake)
 echo "edges $edges | admins $admins | store $store | intake $intake | redis $(field redis)"
-echo "the edges hold the store's edge token; its operator token (to change overrides) is in $(field operator_token_file)"
+echo "each edge holds its own store token (it speaks for that edge's node alone); the operator token (to change overrides) is in $(field operator_token_file)"
 echo "the store commits a claim only with the intake's receipt for the hook; their shared key is in $(field receipt_key_file)"
 
 say "traffic: mock-provider, $EVENTS GitHub events at $RATE/s, ${REDELIVER} redelivered to the other edge, ${FORGE} also forged"

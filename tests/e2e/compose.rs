@@ -492,13 +492,24 @@ fn compose_publishes_no_store_and_no_admin_on_every_interface_and_holds_no_token
             Some("127.0.0.1"),
             "{name}: {ports:?}"
         );
+        let own = format!("{}_token", name.replace('-', "_"));
         assert!(
             blocks[name]
                 .iter()
-                .any(|l| l.trim() == "- source: store_edge_token"),
-            "{name} gets the store's edge token secret"
+                .any(|l| l.trim() == format!("- source: {own}")),
+            "{name} gets its own store token secret ({own})"
         );
-        for secret in ["store_operator_token", "receipt_key"] {
+        let other = if name == "edge-1" {
+            "edge_2_token"
+        } else {
+            "edge_1_token"
+        };
+        for secret in [
+            "store_operator_token",
+            "receipt_key",
+            "store_edge_token",
+            other,
+        ] {
             assert!(
                 !blocks[name].iter().any(|l| l.contains(secret)),
                 "{name} gets {secret}:\n{}",
