@@ -156,6 +156,20 @@ impl Metrics {
             &["endpoint", "reason"],
         )
         .expect("static metric definition");
+        // Every refusal there is, at 0 from the start (as receipts below).
+        for (endpoint, reason) in [
+            ("hit", "node"),
+            ("hit", "allowance"),
+            ("hits", "node"),
+            ("hits", "allowance"),
+            ("settle", "node"),
+            ("override", "role"),
+            ("reset", "role"),
+            ("claims", "role"),
+            ("claims_release", "role"),
+        ] {
+            forbidden.with_label_values(&[endpoint, reason]);
+        }
         let settle_skipped = IntCounterVec::new(
             Opts::new(
                 "ankusa_store_settle_skipped_total",

@@ -16,7 +16,7 @@ fn the_alert_rules_pass_promtool_check_rules() {
         None,
     );
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("SUCCESS: 8 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 9 rules found"), "{out}");
 }
 
 #[test]
@@ -35,6 +35,7 @@ fn the_alerts_fire_after_their_for_and_not_before_in_promtool_test_rules() {
         "AnkusaRedisDown",
         "AnkusaHigh409Rate",
         "AnkusaUnprovenPromotes",
+        "AnkusaStoreForbidden",
     ] {
         assert!(
             cases.contains(&format!(

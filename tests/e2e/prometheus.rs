@@ -167,6 +167,7 @@ fn a_real_prometheus_sees_admissions_then_degraded_when_the_store_stops_and_the_
             "AnkusaRedisDown",
             "AnkusaSettleDropped",
             "AnkusaStoreDown",
+            "AnkusaStoreForbidden",
             "AnkusaUnprovenPromotes"
         ]),
         "the shipped alerts"
