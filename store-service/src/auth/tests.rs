@@ -15,22 +15,23 @@ fn roles() -> RoleTokens {
     }
 }
 
+/// A and B are edge tokens, OP an operator's (with no node scope).
+fn assert_the_three_roles(auth: &Auth) {
+    let role = |t: &str| {
+        auth.check(Some(format!("Bearer {t}").as_bytes()))
+            .map(|c| c.role)
+    };
+    assert_eq!((role(A), role(B)), (Ok(Role::Edge), Ok(Role::Edge)));
+    assert_eq!(
+        auth.check(Some(format!("Bearer {OP}").as_bytes())),
+        Ok(Caller::operator())
+    );
+}
+
 #[test]
 fn each_token_has_its_role_and_nothing_else_is_accepted() {
     let auth = Auth::Required(roles());
-    let bearer = |t: &str| format!("Bearer {t}");
-    assert_eq!(
-        auth.check(Some(bearer(A).as_bytes())).map(|c| c.role),
-        Ok(Role::Edge)
-    );
-    assert_eq!(
-        auth.check(Some(bearer(B).as_bytes())).map(|c| c.role),
-        Ok(Role::Edge)
-    );
-    assert_eq!(
-        auth.check(Some(bearer(OP).as_bytes())),
-        Ok(Caller::operator())
-    );
+    assert_the_three_roles(&auth);
     assert_eq!(
         auth.check(Some(b"Bearer token-c-0123456789")),
         Err(Refusal::Invalid)
@@ -102,18 +103,6 @@ fn each_role_reads_its_own_file() {
     let Ok(auth) = Auth::from_config(&config, listen("127.0.0.1:7070")) else {
         panic!("refused");
     };
-    let bearer = |t: &str| format!("Bearer {t}");
-    assert_eq!(
-        auth.check(Some(bearer(A).as_bytes())).map(|c| c.role),
-        Ok(Role::Edge)
-    );
-    assert_eq!(
-        auth.check(Some(bearer(B).as_bytes())).map(|c| c.role),
-        Ok(Role::Edge)
-    );
-    assert_eq!(
-        auth.check(Some(bearer(OP).as_bytes())),
-        Ok(Caller::operator())
-    );
+    assert_the_three_roles(&auth);
     let _ = std::fs::remove_dir_all(&dir);
 }

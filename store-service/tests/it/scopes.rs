@@ -278,27 +278,30 @@ fn post_bin(store: &Store, token: &str, body: &Value) -> Response {
     .expect("an answer")
 }
 
-/// Rotation without a gap, through the binary and SIGHUP: a second token
-/// for the same name is accepted beside the first, then alone; a scope
-/// error in the file keeps the tokens in force and names the line.
-#[test]
-fn sighup_rotates_a_nodes_token_and_a_bad_scope_keeps_the_tokens_in_force() {
+/// The store binary on a fresh Redis, reading its edge tokens from a file
+/// holding `text` (no other token); the file, to write again.
+fn store_with_edge_file(scratch: &str, text: &str) -> (Redis, Store, std::path::PathBuf) {
     let redis = Redis::start();
-    let (old, new) = (fresh_token("old"), fresh_token("new"));
-    let dir = scratch_dir("store-scopes");
-    let file = dir.join("edge.tokens");
-    std::fs::write(&file, format!("{old} nodes=edge-a\n")).expect("write");
-    let store = Store::start_with_env(
-        free_port(),
-        &redis.url(),
-        &["--edge-token-file", &file.display().to_string()],
-        &[],
-    );
+    let file = scratch_dir(scratch).join("edge.tokens");
+    std::fs::write(&file, text).expect("write");
+    let args = ["--edge-token-file", &file.display().to_string()];
+    let store = Store::start_with_env(free_port(), &redis.url(), &args, &[]);
     assert!(
         store.wait_ready(Duration::from_secs(10)),
         "{}",
         store.proc.log_tail()
     );
+    (redis, store, file)
+}
+
+/// Rotation without a gap, through the binary and SIGHUP: a second token
+/// for the same name is accepted beside the first, then alone; a scope
+/// error in the file keeps the tokens in force and names the line.
+#[test]
+fn sighup_rotates_a_nodes_token_and_a_bad_scope_keeps_the_tokens_in_force() {
+    let (old, new) = (fresh_token("old"), fresh_token("new"));
+    let (_redis, store, file) =
+        store_with_edge_file("store-scopes", &format!("{old} nodes=edge-a\n"));
     let status = |token: &str, node: &str| post_bin(&store, token, &hit(node, None)).status;
     assert_eq!(
         (
@@ -349,22 +352,8 @@ fn sighup_rotates_a_nodes_token_and_a_bad_scope_keeps_the_tokens_in_force() {
 /// store warns at start that it is unscoped; its allowance still bounds it.
 #[test]
 fn a_bare_token_line_works_for_any_name_with_a_warning_and_a_bounded_allowance() {
-    let redis = Redis::start();
     let bare = fresh_token("bare");
-    let dir = scratch_dir("store-bare");
-    let file = dir.join("edge.tokens");
-    std::fs::write(&file, format!("{bare}\n")).expect("write");
-    let store = Store::start_with_env(
-        free_port(),
-        &redis.url(),
-        &["--edge-token-file", &file.display().to_string()],
-        &[],
-    );
-    assert!(
-        store.wait_ready(Duration::from_secs(10)),
-        "{}",
-        store.proc.log_tail()
-    );
+    let (_redis, store, _) = store_with_edge_file("store-bare", &format!("{bare}\n"));
     assert!(
         store
             .proc
