@@ -56,9 +56,17 @@ impl Heard {
         }
         let names = match scope {
             None => &mut self.free,
-            Some(scope) => self.scoped.entry(Arc::clone(scope)).or_default(),
+            Some(scope) if !self.scoped.contains_key(scope) => {
+                self.scoped.entry(Arc::clone(scope)).or_default()
+            }
+            Some(scope) => match self.scoped.get_mut(scope) {
+                Some(names) => names,
+                None => return,
+            },
         };
-        if names.insert(node.to_string()) {
+        // Most hits come from a name already heard: no allocation then.
+        if !names.contains(node) {
+            names.insert(node.to_string());
             self.total += 1;
         }
     }

@@ -16,8 +16,12 @@ use std::time::{Duration, Instant};
 /// reached only with allowances adding up to more.
 pub const MAX_ENTRIES: usize = 20_000;
 
+/// When Redis last admitted each name, by scope (looked up by `&str`: a hit
+/// allocates nothing here).
+type Admitted = HashMap<Arc<Scope>, HashMap<String, Instant>>;
+
 pub struct LiveNames {
-    admitted: Mutex<HashMap<(Arc<Scope>, String), Instant>>,
+    admitted: Mutex<Admitted>,
     ttl: Duration,
 }
 
@@ -33,27 +37,40 @@ impl LiveNames {
     pub fn is_live(&self, scope: &Arc<Scope>, name: &str) -> bool {
         let admitted = self.admitted.lock().unwrap_or_else(|p| p.into_inner());
         admitted
-            .get(&(Arc::clone(scope), name.to_string()))
+            .get(scope)
+            .and_then(|names| names.get(name))
             .is_some_and(|at| at.elapsed() < self.ttl)
     }
 
     /// Redis admitted `name` for `scope` now.
     pub fn confirm(&self, scope: &Arc<Scope>, name: &str) {
         let mut admitted = self.admitted.lock().unwrap_or_else(|p| p.into_inner());
-        if admitted.len() >= MAX_ENTRIES {
+        let entries = |a: &Admitted| a.values().map(HashMap::len).sum::<usize>();
+        if entries(&admitted) >= MAX_ENTRIES {
             let ttl = self.ttl;
-            admitted.retain(|_, at| at.elapsed() < ttl);
-            if admitted.len() >= MAX_ENTRIES {
+            for names in admitted.values_mut() {
+                names.retain(|_, at| at.elapsed() < ttl);
+            }
+            admitted.retain(|_, names| !names.is_empty());
+            if entries(&admitted) >= MAX_ENTRIES {
                 admitted.clear();
             }
         }
-        admitted.insert((Arc::clone(scope), name.to_string()), Instant::now());
+        let names = admitted.entry(Arc::clone(scope)).or_default();
+        match names.get_mut(name) {
+            Some(at) => *at = Instant::now(),
+            None => {
+                names.insert(name.to_string(), Instant::now());
+            }
+        }
     }
 
     /// Redis refused `name` for `scope`: the next hit asks it again.
     pub fn forget(&self, scope: &Arc<Scope>, name: &str) {
         let mut admitted = self.admitted.lock().unwrap_or_else(|p| p.into_inner());
-        admitted.remove(&(Arc::clone(scope), name.to_string()));
+        if let Some(names) = admitted.get_mut(scope) {
+            names.remove(name);
+        }
     }
 }
 
