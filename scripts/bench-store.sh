@@ -47,15 +47,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A throw-away edge token (the benchmark only hits), passed by environment only (never on a command line).
-ANKUSA_STORE_EDGE_TOKENS="bench-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
-export ANKUSA_STORE_EDGE_TOKENS
+# A throw-away edge token (the benchmark only hits), passed by environment only (never on a command line),
+# speaking for the one node the hits name, as an edge's does; a baseline store from before node
+# scopes (BASELINE_STORE) gets the bare token, which it reads as the whole line.
+BENCH_TOKEN="bench-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+ANKUSA_STORE_EDGE_TOKENS="$BENCH_TOKEN nodes=bench"
+BASELINE_TOKENS=${BASELINE_TOKENS:-$BENCH_TOKEN}
+export BENCH_TOKEN ANKUSA_STORE_EDGE_TOKENS
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 REDIS_PID=$!
-# A store binary $1 on port $2 against the Redis; sets STARTED to its pid.
+# A store binary $1 on port $2 against the Redis, with the edge tokens $3
+# (default: this build's); sets STARTED to its pid.
 start_store() {
-  "$1" --listen "127.0.0.1:$2" --redis-url "redis://127.0.0.1:$REDIS_PORT/0" \
+  ANKUSA_STORE_EDGE_TOKENS=${3:-$ANKUSA_STORE_EDGE_TOKENS} "$1" --listen "127.0.0.1:$2" --redis-url "redis://127.0.0.1:$REDIS_PORT/0" \
     --threads "$STORE_THREADS" >"$WORK/store-$2.log" 2>&1 &
   STARTED=$!
   for _ in $(seq 1 200); do
@@ -69,7 +74,7 @@ STORE_PID=$STARTED
 if [ -n "$BASELINE_STORE" ]; then
   [ -x "$BASELINE_STORE" ] || { echo "BASELINE_STORE: $BASELINE_STORE is not an executable" >&2; exit 2; }
   BASE_PORT=$(free_port)
-  start_store "$BASELINE_STORE" "$BASE_PORT"
+  start_store "$BASELINE_STORE" "$BASE_PORT" "$BASELINE_TOKENS"
   BASE_PID=$STARTED
 fi
 
@@ -92,7 +97,7 @@ drive() {
   local s0 r0 s1 r1 ok port=${5:-$STORE_PORT} pid=${6:-$STORE_PID}
   s0=$(cpu_s "$pid"); r0=$(cpu_s "$REDIS_PID")
   LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$port$1" \
-    --header content-type:application/json --bearer-env ANKUSA_STORE_EDGE_TOKENS --body "$2" --expect-body "$3" \
+    --header content-type:application/json --bearer-env BENCH_TOKEN --body "$2" --expect-body "$3" \
     --clients "$CLIENTS" --seconds "$SECONDS_RUN")
   s1=$(cpu_s "$pid"); r1=$(cpu_s "$REDIS_PID")
   RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$LINE")
@@ -123,7 +128,7 @@ against_baseline() {
 # admits, and a fresh claim key per hit ({i} is load's request counter,
 # ROUND the round's number). A hit
 # counts only if the store admitted it.
-HIT='{"charges":[{"kind":"hooks","tenant":"bench","units":1,"rate":1000000000,"burst":4294967296}],"claim":{"tenant":"bench","source_id":"gh","key":"kROUND-{i}","hook_id":"h{i}","node":"bench","ttl_ms":60000,"pending_ttl_ms":30000}}'
+HIT='{"charges":[{"kind":"hooks","tenant":"bench","units":1,"rate":1000000000,"burst":4294967296}],"claim":{"tenant":"bench","source_id":"gh","key":"kROUND-{i}","hook_id":"h{i}","node":"bench","ttl_ms":60000,"pending_ttl_ms":30000},"node":"bench"}'
 # The same script text the store loads; redis-benchmark calls it by SHA.
 SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$("$TARGET_DIR/release/store-bench" --print-hit-script)")
 # The same hits, BATCH to a call on /v1/hits (fresh claim keys per hit).
@@ -132,7 +137,8 @@ import json, sys
 n = int(sys.argv[1])
 hit = lambda j: {"charges": [{"kind": "hooks", "tenant": "bench", "units": 1, "rate": 1000000000, "burst": 4294967296}],
                  "claim": {"tenant": "bench", "source_id": "gh", "key": "bROUND-{i}-%d" % j, "hook_id": "h{i}-%d" % j,
-                           "node": "bench", "ttl_ms": 60000, "pending_ttl_ms": 30000}}
+                           "node": "bench", "ttl_ms": 60000, "pending_ttl_ms": 30000},
+                 "node": "bench"}
 print(json.dumps({"hits": [hit(j) for j in range(n)]}, separators=(",", ":")))' "$BATCH")
 
 # Each round runs the three one after the other, so a change in what else
