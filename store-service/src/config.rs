@@ -66,9 +66,10 @@ pub struct Config {
     #[arg(long, env = "ANKUSA_STORE_MAX_CONNECTIONS", default_value_t = 0)]
     pub max_connections: usize,
     /// A file of the edges' bearer tokens, one per line (`#` comments
-    /// allowed): hits, settles, reading overrides. More can come from the
-    /// ANKUSA_STORE_EDGE_TOKENS environment variable (comma separated).
-    /// There is no flag carrying a token itself.
+    /// allowed), each followed by the node names it speaks for
+    /// (`nodes=edge-a`, or `nodes=edge-* live=4`): hits, settles, reading
+    /// overrides. More can come from the ANKUSA_STORE_EDGE_TOKENS environment
+    /// variable (comma separated). There is no flag carrying a token itself.
     #[arg(long, env = "ANKUSA_STORE_EDGE_TOKEN_FILE", value_name = "PATH")]
     pub edge_token_file: Option<PathBuf>,
     /// A file of the operators' bearer tokens, one per line: all an edge
