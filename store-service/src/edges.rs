@@ -262,3 +262,53 @@ fn parse_reply(reply: &[Value], scoped: &[(Arc<Scope>, Vec<String>)]) -> Result<
     }
     Ok((u64::try_from(*count).unwrap_or(0), refused))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(text: &str) -> Arc<Scope> {
+        Arc::new(Scope::parse(text.split_whitespace()).unwrap())
+    }
+
+    #[test]
+    fn the_reply_gives_the_count_and_each_refused_name_by_its_scope() {
+        let (a, b) = (scope("nodes=edge-a"), scope("nodes=x-* live=2"));
+        let scoped = vec![
+            (a, vec!["edge-a".into()]),
+            (Arc::clone(&b), vec!["x-1".into()]),
+        ];
+        let name = |n: &str| Value::BulkString(n.as_bytes().to_vec());
+        let (count, refused) =
+            parse_reply(&[Value::Int(3), Value::Int(2), name("x-9")], &scoped).unwrap();
+        assert_eq!(count, 3);
+        assert_eq!(refused, vec![(b, "x-9".to_string())]);
+        assert_eq!(parse_reply(&[Value::Int(0)], &scoped).unwrap().1, vec![]);
+        for bad in [
+            vec![],
+            vec![Value::Int(1), Value::Int(3), name("x")],
+            vec![Value::Int(1), Value::Int(0), name("x")],
+            vec![Value::Int(1), Value::Int(1)],
+        ] {
+            assert!(
+                matches!(parse_reply(&bad, &scoped), Err(StoreError::Internal(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_heard_are_kept_once_and_bounded() {
+        let mut heard = Heard::default();
+        let a = scope("nodes=edge-a");
+        for _ in 0..3 {
+            heard.note(Some(&a), "edge-a");
+            heard.note(None, "op");
+        }
+        assert_eq!(heard.total, 2);
+        for i in 0..MAX_HEARD + 10 {
+            heard.note(None, &format!("n{i}"));
+        }
+        assert_eq!(heard.total, MAX_HEARD);
+    }
+}

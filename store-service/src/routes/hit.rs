@@ -20,13 +20,16 @@ pub async fn hit(
     req: Request<Incoming>,
     caller: &Caller,
 ) -> Result<Reply, StoreError> {
-    let budget = budget(shared, &req)?;
+    let mut budget = budget(shared, &req)?;
     let hit: HitRequest = read_json(shared, req, super::MAX_BODY_BYTES, "hit request").await?;
     hit.validate()
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
     nodes::check_hit(shared, caller, "hit", &hit)?;
     if let Some(node) = &hit.node {
+        // Asking Redis about a new name spends the same budget.
+        let asked = Instant::now();
         nodes::admit(shared, caller, "hit", node, budget).await?;
+        budget = budget.saturating_sub(asked.elapsed());
     }
     let request = Span::current();
     spans::tenant(&request, hit.tenant().unwrap_or_default());

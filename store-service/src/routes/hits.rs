@@ -53,7 +53,7 @@ pub async fn hits(
     req: Request<Incoming>,
     caller: &Caller,
 ) -> Result<Reply, StoreError> {
-    let budget = budget(shared, &req)?;
+    let mut budget = budget(shared, &req)?;
     let raw: RawHits = read_json(shared, req, super::MAX_BODY_BYTES, "hits request").await?;
     check_count(raw.hits.len()).map_err(|e| StoreError::BadRequest(e.to_string()))?;
     check_settle(&raw.settle).map_err(|e| StoreError::BadRequest(e.to_string()))?;
@@ -80,7 +80,11 @@ pub async fn hits(
         };
         if let Some(node) = &hit.node {
             if !admitted.contains_key(node) {
-                match nodes::admit(shared, caller, "hits", node, budget).await {
+                // Asking Redis about a new name spends the same budget.
+                let asked = Instant::now();
+                let done = nodes::admit(shared, caller, "hits", node, budget).await;
+                budget = budget.saturating_sub(asked.elapsed());
+                match done {
                     Err(e @ StoreError::NodeForbidden { .. }) => {
                         admitted.insert(node.clone(), Err(e))
                     }
