@@ -188,8 +188,10 @@ check(len(rules) == written and all(r.get("health") == "ok" for r in rules),
 EOF
 
 say "no secret in a container's or image's configuration, an image layer, a config dump or a log"
-mapfile -t values < <(cat "$secrets"/* | grep -v '^$')
-[[ ${#values[@]} -eq 5 ]] || fail "expected 5 secret values in $secrets, found ${#values[@]}"
+# Each secret's value is the first word of its lines: store_edge_token lists
+# the edges' own tokens, each followed by the node it speaks for.
+mapfile -t values < <(cat "$secrets"/* | grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' | awk '{print $1}' | sort -u)
+[[ ${#values[@]} -eq 6 ]] || fail "expected 6 secret values in $secrets (2 edge tokens, operator token, receipt key, 2 signing secrets), found ${#values[@]}"
 containers=$("${compose[@]}" ps -q)
 docker inspect $containers >"$work/inspect.json"
 images=()
