@@ -213,7 +213,7 @@ for image in "${images[@]}"; do
   layers=$(docker save "$image" | grep -a -c -F -f <(printf '%s\n' "${values[@]}") || true)
   [[ $layers == 0 ]] || fail "a secret's value is in a layer of $image"
 done
-echo "  ok    none of the 5 secrets in docker inspect, $((${#images[@]})) images' layers, 2 config dumps, the logs"
+echo "  ok    none of the ${#values[@]} secrets in docker inspect, $((${#images[@]})) images' layers, 2 config dumps, the logs"
 
 say "down -v"
 "${compose[@]}" down -v --remove-orphans 2>&1 | sed 's/^/  /'
