@@ -83,7 +83,7 @@ pub struct Fleet {
     /// Redis's and the intake's files, and the operator token's.
     pub dir: PathBuf,
     /// The file holding the store's operator token (mode 0600), for calling
-    /// the overrides API by hand; the edges hold only the edge token.
+    /// the overrides API by hand; each edge holds only its own edge token.
     pub operator_token_file: PathBuf,
     /// Edge i's store token, scoped to its node (`nodes=edge-i`).
     pub edge_tokens: Vec<String>,
