@@ -61,6 +61,13 @@ fn a_leaked_edge_token_spraying_two_thousand_names_leaves_the_shares_and_outage_
     let leaked = format!("Bearer {}", fleet.edge_tokens[0]);
     let mut statuses = std::collections::BTreeMap::new();
     for i in 0..NAMES {
+        // The real edges keep taking hooks meanwhile (a slow spray must not
+        // outlast their names' TTL in the store's count).
+        if i % 100 == 0 {
+            for edge in &fleet.edges {
+                assert_eq!(warm(edge, "during"), 201);
+            }
+        }
         let hit = json!({"charges": [{"kind": "hooks", "tenant": "spray", "units": 1,
                                       "rate": 1000, "burst": 1000}],
                          "claim": null, "node": format!("made-up-{i}")});
@@ -88,6 +95,9 @@ fn a_leaked_edge_token_spraying_two_thousand_names_leaves_the_shares_and_outage_
     // Past a refresh, while the names sprayed would still be live (within
     // the store's 5 s TTL), the edges still count 2 and hold half the quota
     // each: read once, not waited for.
+    for edge in &fleet.edges {
+        assert_eq!(warm(edge, "after"), 201);
+    }
     std::thread::sleep(Duration::from_millis(1_200));
     for edge in &fleet.edges {
         assert_eq!(warm(edge, "after"), 201);
