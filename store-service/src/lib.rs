@@ -10,6 +10,7 @@
 //! - [`routes`]: the handler of each endpoint: budget, body, deadline, answer and metrics.
 //! - [`backend`]: the Redis connection, made and probed in the background.
 //! - [`scripts`] and [`keys`]: the Lua scripts and the key names they touch.
+//! - [`committed`]: the compact layout of committed claims (`--committed-layout`).
 //! - [`override_log`]: the versioned log of override changes that edges poll.
 //! - [`edges`]: the edges heard from lately, counted in Redis, carried in every hit answer.
 //! - [`batcher`]: settle coalescing, one pipeline per Redis node per flush.
@@ -20,6 +21,7 @@
 pub mod auth;
 pub mod backend;
 pub mod batcher;
+pub mod committed;
 pub mod config;
 pub mod conns;
 pub mod edges;
