@@ -18,6 +18,11 @@
 #       # event, as 0.2.0 commits it) against the compact one (written by the
 #       # store's settle script), in the same run on a Redis of its own
 #       # (`store-bench claims-memory`); TENANTS spreads the events
+#   MODE=cpu HOOKS=200000 DEPTH=32 scripts/bench-store.sh
+#       # Redis CPU and commands per fleet hook (hit, then promote): the
+#       # previous release's scripts (OLD_REV, default the commit of
+#       # CHANGELOG.md's v0.2.0) against this build's, alternating, in the
+#       # same run on a Redis of its own (`store-bench claims-cpu`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,14 +38,26 @@ STORE_THREADS=${STORE_THREADS:-1}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 cargo build --release -p ankusa-store --bins >&2
-if [ "${MODE:-}" = memory ]; then
+if [ "${MODE:-}" = memory ] || [ "${MODE:-}" = cpu ]; then
   PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   DIR=$(mktemp -d)
-  redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
+  # Redis's own default listpack limit (a packaged build may raise it): the
+  # layout must hold without a raised one.
+  redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
+    --hash-max-listpack-entries 128 --hash-max-listpack-value 64 >"$DIR/redis.log" 2>&1 &
   MEM_REDIS=$!
   trap 'kill "$MEM_REDIS" 2>/dev/null; wait "$MEM_REDIS" 2>/dev/null; rm -rf "$DIR"' EXIT
   for _ in $(seq 1 100); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && break; sleep 0.05; done
   echo "Redis $(redis-server --version | awk '{print $3}'), hash-max-listpack-entries $(redis-cli -p "$PORT" CONFIG GET hash-max-listpack-entries | tail -1)"
+  if [ "$MODE" = cpu ]; then
+    OLD_REV=${OLD_REV:-$(grep -m 1 -E '^## v0\.2\.0' CHANGELOG.md | grep -oE 'commit [0-9a-f]+' | cut -d' ' -f2)}
+    mkdir -p "$DIR/old"
+    for f in gcra hit settle; do git show "$OLD_REV:store-service/src/scripts/$f.lua" >"$DIR/old/$f.lua"; done
+    echo "old scripts: $OLD_REV"
+    "$TARGET_DIR/release/store-bench" claims-cpu --redis-url "redis://127.0.0.1:$PORT/0" \
+      --hooks "${HOOKS:-200000}" --depth "${DEPTH:-32}" --rounds "${ROUNDS:-3}" --old-scripts "$DIR/old"
+    exit 0
+  fi
   for events in ${EVENTS:-1000000}; do
     "$TARGET_DIR/release/store-bench" claims-memory --redis-url "redis://127.0.0.1:$PORT/0" \
       --events "$events" --tenants "${TENANTS:-1}" --ttl-ms "${TTL_MS:-259200000}"

@@ -60,10 +60,14 @@ impl Layout {
 /// The field of `claim`'s event: SHA-256 of the source's length (4 bytes,
 /// big-endian), the source and the event key, cut to [`DIGEST_LEN`].
 pub fn digest(claim: &Claim) -> [u8; DIGEST_LEN] {
+    digest_of(&claim.source_id, &claim.key)
+}
+
+fn digest_of(source: &str, key: &str) -> [u8; DIGEST_LEN] {
     let mut sha = Sha256::new();
-    sha.update((claim.source_id.len() as u32).to_be_bytes());
-    sha.update(claim.source_id.as_bytes());
-    sha.update(claim.key.as_bytes());
+    sha.update((source.len() as u32).to_be_bytes());
+    sha.update(source.as_bytes());
+    sha.update(key.as_bytes());
     let full = sha.finalize();
     let mut out = [0u8; DIGEST_LEN];
     out.copy_from_slice(&full[..DIGEST_LEN]);
@@ -148,6 +152,27 @@ pub fn lookup_args(claim: &Claim) -> [Vec<u8>; 3] {
         claim.ttl_ms.to_string().into_bytes(),
         digest(claim).to_vec(),
     ]
+}
+
+/// A script (one `EVAL`, one key) that reads what a claim key
+/// `ankusa:{t}:claim:<source>:<event key>` holds in either layout, and its
+/// arguments: the key's own value (`p:…`, or `c:<hook id>` of the old
+/// layout), else `c:<hook id>` from the compact layout, else "". It scans
+/// the tenant's keys (`KEYS`): for tests and an operator's look, never the
+/// hot path.
+pub fn read_either(claim_key: &str) -> Option<[String; 2]> {
+    let (_, rest) = claim_key.split_once(":claim:")?;
+    let (source, key) = rest.split_once(':')?;
+    let hex: String = digest_of(source, key)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let script = format!(
+        "{}\n{}",
+        crate::scripts::CLAIMS_LUA,
+        include_str!("scripts/claim_read.lua")
+    );
+    Some([script, hex])
 }
 
 #[cfg(test)]

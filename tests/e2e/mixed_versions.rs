@@ -64,8 +64,13 @@ fn edge(
 fn start_store(build: Build, previous: &std::path::Path, redis: &Redis) -> Store {
     let store = match build {
         // While edges of the previous release (which send no receipt) run,
-        // a store takes their promotes: the upgrade's setting (docs/deploy.md).
-        Build::This => Store::start_with_args(&redis.url(), &["--receipts", "accept-missing"]),
+        // a store takes their promotes; while its stores share the Redis,
+        // committed claims are written in both layouts (so a previous store
+        // reads this one's): the upgrade's settings (docs/deploy.md).
+        Build::This => Store::start_with_args(
+            &redis.url(),
+            &["--receipts", "accept-missing", "--committed-layout", "dual"],
+        ),
         Build::Previous => Store::start_binary(&previous.join("ankusa-store"), &redis.url()),
     };
     assert!(store.wait_ready(Duration::from_secs(10)), "{build:?} store");

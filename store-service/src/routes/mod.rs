@@ -1,7 +1,7 @@
 //! HTTP routing: which path and method reach which handler, reading the
 //! body and budget, and turning results into responses and metrics.
 
-mod hit;
+pub mod hit;
 mod hits;
 mod overrides;
 mod reset;

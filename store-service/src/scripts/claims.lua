@@ -84,15 +84,29 @@ local function committed_find(series, ttl, digest, now_ms)
   return nil
 end
 
--- Commits an event in the compact layout at now_ms.
-local function committed_add(series, ttl, digest, value, now_ms)
-  local part = math.ceil(ttl / 2)
-  local p = math.floor(now_ms / part)
-  local base = committed_name(series, p)
-  local expires = string.format('%.0f', (p + 1) * part + ttl)
-  local count = redis.call('INCR', base)
+-- The partition a batch of commits at now_ms writes to, read once per batch
+-- (a script runs alone, so its count is kept here and written back by
+-- committed_flush): parts[series] = {base, expires, count, before}.
+local function committed_part(parts, series, ttl, now_ms)
+  local part = parts[series]
+  if not part then
+    local len = math.ceil(ttl / 2)
+    local p = math.floor(now_ms / len)
+    local base = committed_name(series, p)
+    local count = tonumber(redis.call('GET', base)) or 0
+    part = {base = base, expires = string.format('%.0f', (p + 1) * len + ttl), count = count, before = count}
+    parts[series] = part
+  end
+  return part
+end
+
+-- Commits an event in the compact layout, in the partition of now_ms.
+local function committed_add(parts, series, ttl, digest, value, now_ms)
+  local part = committed_part(parts, series, ttl, now_ms)
+  local base, expires = part.base, part.expires
+  part.count = part.count + 1
+  local count = part.count
   if count == 1 then
-    redis.call('PEXPIREAT', base, expires)
     local first = base .. ':0'
     redis.call('HSET', first, '', '', digest, value)
     redis.call('PEXPIREAT', first, expires)
@@ -121,6 +135,16 @@ local function committed_add(series, ttl, digest, value, now_ms)
     redis.call('PEXPIREAT', to, expires)
   end
   redis.call('HSET', committed_name(base, committed_bucket(committed_hash(digest), after)), digest, value)
+end
+
+-- Writes back the counts of the partitions a batch committed to, each
+-- expiring with its buckets.
+local function committed_flush(parts)
+  for _, part in pairs(parts) do
+    if part.count ~= part.before then
+      redis.call('SET', part.base, part.count, 'PXAT', part.expires)
+    end
+  end
 end
 
 -- A claim's state before a hit: 'duplicate' and the hook id (committed in

@@ -24,6 +24,7 @@ local function clock()
   return now_ms
 end
 local out = {}
+local parts = {}
 for i = 1, #KEYS do
   local at = 7 * i - 5
   local prefix = ARGV[at]
@@ -32,6 +33,10 @@ for i = 1, #KEYS do
     out[i] = 'free'
     -- A promote sent again (after a redirect or a lost answer), or a
     -- release of a stored hook, finds the entry committed in the compact layout.
+    -- (The counts this batch changed are written first: a lookup addresses
+    -- buckets by them.)
+    committed_flush(parts)
+    parts = {}
     if committed_find(ARGV[at + 2], tonumber(ARGV[at + 3]), ARGV[at + 4], clock()) then
       out[i] = 'committed'
     end
@@ -43,7 +48,7 @@ for i = 1, #KEYS do
     end
   elseif ARGV[at + 1] == 'promote' then
     local ttl = tonumber(ARGV[at + 3])
-    committed_add(ARGV[at + 2], ttl, ARGV[at + 4], ARGV[at + 5], clock())
+    committed_add(parts, ARGV[at + 2], ttl, ARGV[at + 4], ARGV[at + 5], clock())
     if dual then
       redis.call('SET', KEYS[i], 'c:' .. ARGV[at + 6], 'PX', ttl)
     else
@@ -55,4 +60,5 @@ for i = 1, #KEYS do
     out[i] = 'ok'
   end
 end
+committed_flush(parts)
 return out

@@ -67,6 +67,19 @@ fn old_key(tenant: &str, key: &str) -> String {
 }
 
 async fn layout_round_trip(db: Db) {
+    // Redis's own default listpack limits (a packaged build may raise them):
+    // the layout must hold without raised ones.
+    for port in db.ports() {
+        for (name, value) in [
+            ("hash-max-listpack-entries", "128"),
+            ("hash-max-listpack-value", "64"),
+        ] {
+            assert_eq!(
+                ankusa_testkit::redis::cli(port, &["CONFIG", "SET", name, value]),
+                "OK"
+            );
+        }
+    }
     let service = start(&db, Layout::Compact).await;
     let c = Client {
         http: Http::new(),

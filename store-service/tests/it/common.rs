@@ -202,46 +202,8 @@ impl Db {
 
 /// [`Db::committed`] through `cli` (a `redis-cli` reaching the key's node).
 pub fn committed_at(cli: impl Fn(&[&str]) -> String, key: &str) -> String {
-    {
-        let (_, rest) = key.split_once(":claim:").expect("a claim key");
-        let (source, event) = rest.split_once(':').expect("source:key");
-        let claim = ankusa_core::wire::Claim {
-            tenant: String::new(),
-            source_id: source.into(),
-            key: event.into(),
-            hook_id: String::new(),
-            node: String::new(),
-            ttl_ms: 1,
-            pending_ttl_ms: 1,
-        };
-        let hex: String = ankusa_store::committed::digest(&claim)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let script = format!(
-            "{}\n{}",
-            ankusa_store::scripts::CLAIMS_LUA,
-            r#"
-local held = redis.call('GET', KEYS[1])
-if held then return held end
-local tag = string.match(KEYS[1], '^(ankusa:{[^}]*}):claim:')
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local digest = string.gsub(ARGV[1], '..', function(h) return string.char(tonumber(h, 16)) end)
-local seen = {}
-for _, k in ipairs(redis.call('KEYS', tag .. ':committed:*')) do
-  local ttl = string.match(k, ':committed:(%d+):')
-  if ttl and not seen[ttl] then
-    seen[ttl] = true
-    local hook = committed_find(tag .. ':committed:' .. ttl, tonumber(ttl), digest, now)
-    if hook then return 'c:' .. hook end
-  end
-end
-return ''
-"#
-        );
-        cli(&["EVAL", &script, "1", key, &hex])
-    }
+    let [script, hex] = ankusa_store::committed::read_either(key).expect("a claim key");
+    cli(&["EVAL", &script, "1", key, &hex])
 }
 
 impl Db {
@@ -256,7 +218,7 @@ impl Db {
     }
 
     /// The port of every node.
-    fn ports(&self) -> Vec<u16> {
+    pub fn ports(&self) -> Vec<u16> {
         match self {
             Db::Single(r) => vec![r.port],
             Db::Cluster(c) => c.nodes.iter().map(|n| n.port).collect(),
