@@ -7,7 +7,7 @@
 //!
 //! - the field is the first [`DIGEST_LEN`] bytes of SHA-256 over the source
 //!   and the event key ([`digest`]), not the raw key;
-//! - the value is the hook id as 16 bytes when it is a UUID ([`hook_value`]);
+//! - the value is the hook id as 16 bytes when it is a UUID, else its text ([`hook_value`]);
 //! - entries live in time-partitioned hashes: series
 //!   `ankusa:{tenant}:committed:<ttl_ms>`, partitions of
 //!   [`partition_ms`] = ⌈ttl_ms / 2⌉, each a counter `<series>:<p>` and
@@ -95,14 +95,17 @@ pub fn expiry_ms(commit_ms: u64, ttl_ms: u64) -> u64 {
 }
 
 /// The hook id as stored: a UUID in canonical form (lowercase, hyphenated)
-/// as its 16 bytes; any other id as its text after `=` (`==` when that
-/// would be 16 bytes long; hook ids hold no `=`).
+/// as its 16 bytes; any other id as its text, after `=` when it is 16
+/// characters long (hook ids hold no `=`). At most 64 bytes either way
+/// (`MAX_HOOK_ID_LEN`), so a bucket stays within Redis's listpack values.
 pub fn hook_value(hook_id: &str) -> Vec<u8> {
     if let Some(bytes) = uuid_bytes(hook_id) {
         return bytes.to_vec();
     }
-    let mark = if hook_id.len() + 1 == 16 { "==" } else { "=" };
-    format!("{mark}{hook_id}").into_bytes()
+    if hook_id.len() == 16 {
+        return format!("={hook_id}").into_bytes();
+    }
+    hook_id.as_bytes().to_vec()
 }
 
 /// The hook id a stored value holds (the inverse of [`hook_value`]).
@@ -119,8 +122,7 @@ pub fn hook_id_of(value: &[u8]) -> Option<String> {
         ));
     }
     let text = std::str::from_utf8(value).ok()?;
-    text.starts_with('=')
-        .then(|| text.trim_start_matches('=').to_string())
+    Some(text.trim_start_matches('=').to_string())
 }
 
 fn uuid_bytes(id: &str) -> Option<[u8; 16]> {
@@ -197,15 +199,19 @@ mod tests {
         let v = hook_value(uuid);
         assert_eq!(v.len(), 16);
         assert_eq!(hook_id_of(&v).as_deref(), Some(uuid));
-        // Not canonical (uppercase), 15 and 16 characters, short: kept as text, read back.
+        // Not canonical (uppercase), 15, 16 and 64 characters, short: kept
+        // as text (never 16 bytes, never over 64), read back.
+        let longest = "h".repeat(ankusa_core::limit::limits::MAX_HOOK_ID_LEN);
         for id in [
             "01A22A58-B525-7A36-AC16-FE50DD6137BD",
             "h-123456789abcd",
             "h-123456789abcde",
             "x",
+            longest.as_str(),
         ] {
             let v = hook_value(id);
             assert_ne!(v.len(), 16, "{id}");
+            assert!(v.len() <= 64, "{id}");
             assert_eq!(hook_id_of(&v).as_deref(), Some(id));
         }
     }

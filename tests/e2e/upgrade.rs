@@ -24,7 +24,13 @@ fn run(args: &[&str]) -> (Redis, Store, Intake, [ankusa_testkit::envoy::Edge; 2]
         "PX",
         "3600000",
     ]);
-    redis.cli(&["SET", &claim_key("old-short"), "c:hook-old-2", "PX", "4000"]);
+    redis.cli(&[
+        "SET",
+        &claim_key("old-short"),
+        "c:hook-old-2",
+        "PX",
+        "15000",
+    ]);
     redis.cli(&[
         "SET",
         &claim_key("old-pending"),
@@ -79,7 +85,7 @@ fn the_window_holds_across_the_switch(dual: bool) {
     }
     // The old claims expire on their own time: then the event is admitted.
     assert!(
-        eventually(Duration::from_secs(10), || redis
+        eventually(Duration::from_secs(30), || redis
             .cli(&["EXISTS", &claim_key("old-short")])
             == "0"),
         "the old claim never expired"

@@ -4,8 +4,9 @@
 -- Compact: series S = "ankusa:{t}:committed:<ttl_ms>", partitions of
 -- P = ceil(ttl_ms / 2) ms; partition p (commits in [p*P, (p+1)*P)) is a
 -- counter "S:p" and bucket hashes "S:p:b" (field: 14-byte digest, value:
--- 16-byte hook id or "=" text), all expiring at (p+1)*P + ttl_ms. Buckets
--- grow by linear hashing with the counter: ceil(count / COMMITTED_FILL) of
+-- 16-byte hook id, or its text, after "=" when 16 characters long), all
+-- expiring at (p+1)*P + ttl_ms. Buckets grow by linear hashing with the
+-- counter: ceil(count / COMMITTED_FILL) of
 -- them, addressed by the digest's first 32 bits. Every bucket holds the
 -- placeholder field "" from its creation, so it is never emptied, and a
 -- bucket is never written without its partition's expiry.

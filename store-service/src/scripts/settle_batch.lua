@@ -5,7 +5,7 @@
 -- --committed-layout). Then 7 per op i, from ARGV[7i-5]: "p:<claim.hook_id>:"
 -- (hook ids hold no ':'), "promote" or "release", then for a promote the
 -- series, ttl_ms and digest of its compact entry (claims.lua), the hook id
--- the upstream answered with as stored (16 bytes or "=" text) and as text
+-- the upstream answered with as stored (16 bytes, or its text) and as text
 -- (a release carries the same series, ttl_ms and digest, and "" for both).
 -- A promote writes the compact entry and deletes the pending key; under
 -- "dual" it also leaves the old layout's "c:<hook_id>" in the key, with
