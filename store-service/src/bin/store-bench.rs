@@ -95,10 +95,7 @@ fn main() {
             ttl_ms,
             layouts,
         }) => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap_or_else(|e| fail(&format!("tokio: {e}")));
+            let runtime = runtime();
             runtime.block_on(claims_memory(
                 &redis_url,
                 events,
@@ -114,10 +111,7 @@ fn main() {
             depth,
             rounds,
         }) => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap_or_else(|e| fail(&format!("tokio: {e}")));
+            let runtime = runtime();
             runtime.block_on(claims_cpu(
                 &redis_url,
                 hooks,
@@ -134,6 +128,14 @@ fn main() {
             std::process::exit(2);
         }
     }
+}
+
+/// The benchmark's runtime: one thread, as it drives one connection.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| fail(&format!("tokio: {e}")))
 }
 
 fn fail(why: &str) -> ! {

@@ -86,35 +86,20 @@ async fn layout_round_trip(db: Db) {
         service: &service,
     };
     let events = 300;
+    // Event i's claim under `hook`, and the id it is stored under: the
+    // first a UUID (kept as 16 bytes), the others text.
+    let event = |i: u64, hook: &str| claim("t", &format!("evt-{i}"), hook, 3_600_000, 30_000);
+    let stored_as = |i: u64| match i {
+        0 => UUID.to_string(),
+        _ => format!("hook-{i}"),
+    };
     for i in 0..events {
-        let claim = claim(
-            "t",
-            &format!("evt-{i}"),
-            &format!("h{i}"),
-            3_600_000,
-            30_000,
-        );
-        let hook = if i == 0 {
-            UUID.to_string()
-        } else {
-            format!("hook-{i}")
-        };
-        c.store(&claim, &hook).await;
+        c.store(&event(i, &format!("h{i}")), &stored_as(i)).await;
     }
     // Every event answers duplicate with its own hook id; no old-layout key is left.
     for i in 0..events {
-        let claim = claim(
-            "t",
-            &format!("evt-{i}"),
-            &format!("x{i}"),
-            3_600_000,
-            30_000,
-        );
-        let want = if i == 0 {
-            UUID.to_string()
-        } else {
-            format!("hook-{i}")
-        };
+        let claim = event(i, &format!("x{i}"));
+        let want = stored_as(i);
         let answer = c.hit(&claim).await;
         assert_eq!(
             duplicate_of(&answer),
