@@ -66,8 +66,8 @@ if pending > 0 then
   return reply({'pending', pending})
 end
 
--- The longest a bucket is kept: the longest-lived key the store writes (a
--- committed claim's most, core/src/limit/limits.rs TTL_MS, 30 days).
+-- The longest a bucket is kept: the longest ttl_ms a claim may have
+-- (core/src/limit/limits.rs TTL_MS, 30 days).
 local MAX_BUCKET_TTL_MS = 2592000000
 
 -- Writes a bucket that is empty `ceil(level / rate)` µs after its stamp; the
