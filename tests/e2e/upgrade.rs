@@ -5,7 +5,8 @@
 //! ids until they expire and the pending one 409; an event stored now is
 //! committed in the compact layout only (`compact`), or in both
 //! (`--committed-layout dual`, what a 0.2.0 store sharing the Redis reads),
-//! and its redelivery to the other edge is a duplicate either way.
+//! and its redelivery to the other edge is a duplicate either way. And the
+//! window's bound through Envoy (docs/admission.md, "The dedupe window").
 
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::redis::Redis;
@@ -114,4 +115,83 @@ fn a_new_store_on_a_redis_of_old_claims_keeps_the_window_compact() {
 #[test]
 fn a_new_store_on_a_redis_of_old_claims_keeps_the_window_dual() {
     the_window_holds_across_the_switch(true);
+}
+
+/// Redis's clock in ms.
+fn redis_ms(redis: &Redis) -> u64 {
+    let out = redis.cli(&["TIME"]);
+    let mut parts = out.lines().map(|l| l.trim().parse::<u64>().unwrap_or(0));
+    let (s, us) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    s * 1000 + us / 1000
+}
+
+/// Sleeps until Redis's clock reads at least `at_ms`.
+fn until(redis: &Redis, at_ms: u64) {
+    loop {
+        let now = redis_ms(redis);
+        if now >= at_ms {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis((at_ms - now).min(200)));
+    }
+}
+
+/// docs/admission.md, "The dedupe window", through Envoy: a source with
+/// `ttl_ms` 4 000 (partitions of 2 000 ms). An event stored at c is still a
+/// duplicate at the other edge once c + ttl_ms has passed, and admitted
+/// again once c + ttl_ms + ⌈ttl_ms / 2⌉ has.
+#[test]
+fn an_event_is_a_duplicate_for_its_ttl_and_at_most_half_of_it_more() {
+    const TTL: u64 = 4_000;
+    let part = ankusa_store::committed::partition_ms(TTL);
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let mut config = fleet_config(1000, 5);
+    config["sources"]["gh"]["ttl_ms"] = TTL.into();
+    let a = edge("edge-a", intake.port, store.port, config.clone());
+    let b = edge("edge-b", intake.port, store.port, config);
+    // Stored early in a partition, so the entry outlives c + ttl_ms by most of one.
+    let now = redis_ms(&redis);
+    until(&redis, (now / part + 1) * part + 20);
+    let from = redis_ms(&redis);
+    let first = deliver(&a, "/webhooks/gh", "ttl-1");
+    assert_eq!(first.status, 201, "{}", first.text());
+    let id = first.json()["id"].as_str().unwrap_or_default().to_string();
+    assert!(
+        eventually(Duration::from_secs(5), || claim_value(&redis, "ttl-1")
+            == format!("c:{id}")),
+        "never committed: {}",
+        claim_value(&redis, "ttl-1")
+    );
+    let by = redis_ms(&redis);
+    assert!(
+        by - from < part - 200,
+        "the commit took {} ms: too slow to tell",
+        by - from
+    );
+    // Edge B's decisions: the store's `duplicate` answers, and its admits
+    // (a copy it admits may still be answered as a duplicate by the intake's
+    // own index, which is why its answer alone can't tell).
+    let decided =
+        |outcome: &str| b.stat(&format!("ankusa_admissions_total{{outcome=\"{outcome}\"}}"));
+    // Lower edge: ttl_ms after the latest the commit can have run.
+    until(&redis, by + TTL + 1);
+    let dup_before = decided("duplicate");
+    assert_eq!(duplicate_id(&b, "ttl-1"), Some(id));
+    assert_eq!(
+        decided("duplicate"),
+        dup_before + 1.0,
+        "the store's duplicate"
+    );
+    // Upper edge: one partition past ttl_ms after the earliest it can have run.
+    until(&redis, from + TTL + part + 1);
+    let admitted_before = decided("admitted");
+    deliver(&b, "/webhooks/gh", "ttl-1");
+    assert_eq!(
+        decided("admitted"),
+        admitted_before + 1.0,
+        "the window had ended"
+    );
+    assert_eq!(decided("duplicate"), dup_before + 1.0);
 }
