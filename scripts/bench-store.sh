@@ -13,6 +13,16 @@
 #       # with `cargo build --release -p ankusa-store` in a worktree) on the
 #       # same Redis, driven beside this one in every round (the order
 #       # alternating), the store's CPU per hit of each and their ratio
+#   MODE=memory EVENTS=1000000 scripts/bench-store.sh
+#       # Redis memory per committed claim: the old layout (a string per
+#       # event, as 0.2.0 commits it) against the compact one (written by the
+#       # store's settle script), in the same run on a Redis of its own
+#       # (`store-bench claims-memory`); TENANTS spreads the events
+#   MODE=cpu HOOKS=200000 DEPTH=32 scripts/bench-store.sh
+#       # Redis CPU and commands per fleet hook (hit, then promote): the
+#       # previous release's scripts (OLD_REV, default the commit of
+#       # CHANGELOG.md's v0.2.0) against this build's, alternating, in the
+#       # same run on a Redis of its own (`store-bench claims-cpu`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +38,32 @@ STORE_THREADS=${STORE_THREADS:-1}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 cargo build --release -p ankusa-store --bins >&2
+if [ "${MODE:-}" = memory ] || [ "${MODE:-}" = cpu ]; then
+  PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  DIR=$(mktemp -d)
+  # Redis's own default listpack limit (a packaged build may raise it): the
+  # layout must hold without a raised one.
+  redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
+    --hash-max-listpack-entries 128 --hash-max-listpack-value 64 >"$DIR/redis.log" 2>&1 &
+  MEM_REDIS=$!
+  trap 'kill "$MEM_REDIS" 2>/dev/null; wait "$MEM_REDIS" 2>/dev/null; rm -rf "$DIR"' EXIT
+  for _ in $(seq 1 100); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && break; sleep 0.05; done
+  echo "Redis $(redis-server --version | awk '{print $3}'), hash-max-listpack-entries $(redis-cli -p "$PORT" CONFIG GET hash-max-listpack-entries | tail -1)"
+  if [ "$MODE" = cpu ]; then
+    OLD_REV=${OLD_REV:-$(grep -m 1 -E '^## v0\.2\.0' CHANGELOG.md | grep -oE 'commit [0-9a-f]+' | cut -d' ' -f2)}
+    mkdir -p "$DIR/old"
+    for f in gcra hit settle; do git show "$OLD_REV:store-service/src/scripts/$f.lua" >"$DIR/old/$f.lua"; done
+    echo "old scripts: $OLD_REV"
+    "$TARGET_DIR/release/store-bench" claims-cpu --redis-url "redis://127.0.0.1:$PORT/0" \
+      --hooks "${HOOKS:-200000}" --depth "${DEPTH:-32}" --rounds "${ROUNDS:-3}" --old-scripts "$DIR/old"
+    exit 0
+  fi
+  for events in ${EVENTS:-1000000}; do
+    "$TARGET_DIR/release/store-bench" claims-memory --redis-url "redis://127.0.0.1:$PORT/0" \
+      --events "$events" --tenants "${TENANTS:-1}" --ttl-ms "${TTL_MS:-259200000}"
+  done
+  exit 0
+fi
 cargo build --release -p ankusa-tools --bin load >&2
 
 free_port() {
@@ -85,6 +121,10 @@ echo "machine: $(nproc) cores; $CLIENTS clients, ${SECONDS_RUN}s a run, $ROUNDS 
 cpu_s() {
   awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
 }
+# Commands Redis has run (those a script calls included), from INFO commandstats.
+redis_calls() {
+  redis-cli -p "$REDIS_PORT" INFO commandstats | sed -nE 's/^cmdstat_[^:]+:calls=([0-9]+),.*/\1/p' | awk '{ n += $1 } END { print n + 0 }'
+}
 # µs of CPU per unit between two readings $1 and $2, over $3 units.
 us_per() {
   python3 -c 'import sys; a, b, n = map(float, sys.argv[1:4]); print(f"{(b - a) / n * 1e6:.1f}")' "$1" "$2" "$3"
@@ -95,15 +135,16 @@ us_per() {
 # STORE_US (the store's CPU per hit) and PER_HIT (the store's and Redis's).
 drive() {
   local s0 r0 s1 r1 ok port=${5:-$STORE_PORT} pid=${6:-$STORE_PID}
-  s0=$(cpu_s "$pid"); r0=$(cpu_s "$REDIS_PID")
+  local c0 c1
+  s0=$(cpu_s "$pid"); r0=$(cpu_s "$REDIS_PID"); c0=$(redis_calls)
   LINE=$("$TARGET_DIR/release/load" --url "http://127.0.0.1:$port$1" \
     --header content-type:application/json --bearer-env BENCH_TOKEN --body "$2" --expect-body "$3" \
     --clients "$CLIENTS" --seconds "$SECONDS_RUN")
-  s1=$(cpu_s "$pid"); r1=$(cpu_s "$REDIS_PID")
+  s1=$(cpu_s "$pid"); r1=$(cpu_s "$REDIS_PID"); c1=$(redis_calls)
   RPS=$(sed -E 's/.*rps=([0-9]+).*/\1/' <<<"$LINE")
   ok=$(sed -E 's/.* ok=([0-9]+).*/\1/' <<<"$LINE")
   STORE_US=$(us_per "$s0" "$s1" "$((ok * $4))")
-  PER_HIT="store $STORE_US µs, redis $(us_per "$r0" "$r1" "$((ok * $4))") µs of CPU per hit"
+  PER_HIT="store $STORE_US µs, redis $(us_per "$r0" "$r1" "$((ok * $4))") µs of CPU per hit, $(python3 -c "import sys; print(f'{(int(sys.argv[2]) - int(sys.argv[1]) - 1) / max(1, int(sys.argv[3])):.1f}')" "$c0" "$c1" "$((ok * $4))") Redis commands per hit"
 }
 
 # This build's store CPU per hit against the baseline's on path $1 (body $2,
@@ -158,7 +199,7 @@ for round in $(seq 1 "$ROUNDS"); do
   R0=$(cpu_s "$REDIS_PID")
   CSV=$(redis-benchmark -p "$REDIS_PORT" -c "$CLIENTS" -n "$REQUESTS" -r 100000000 --csv \
     EVALSHA "$SHA" 3 'ankusa:{bench}:rl:hooks' 'ankusa:{bench}:override' 'ankusa:{bench}:claim:gh:__rand_int__' \
-    1 1 1000000000 4294967296 h1 bench 30000 | tail -1)
+    1 1 1000000000 4294967296 h1 bench 30000 'ankusa:{bench}:committed:60000' 60000 'digest-of-14-b' | tail -1)
   # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
   REDIS_RPS=$(awk -F'","' '{print $2}' <<<"$CSV")
   REDIS_P50=$(awk -F'","' '{print $5}' <<<"$CSV")

@@ -11,6 +11,7 @@
 //! slow. The edge keeps the batch and retries it.
 
 use crate::backend::{Backend, Node};
+use crate::committed;
 use crate::errors::StoreError;
 use crate::keys;
 use ankusa_core::wire::SettleOp;
@@ -261,8 +262,7 @@ enum Failure {
     Failed(StoreError),
 }
 
-/// One pipeline to `node`: one `EVALSHA` of the settle script per
-/// operation. A Redis that lost its script cache (restart, `SCRIPT FLUSH`)
+/// One pipeline to `node`: the settle script's calls ([`settle_calls`]). A Redis that lost its script cache (restart, `SCRIPT FLUSH`)
 /// answers `NOSCRIPT` without running them; the batch is then sent once
 /// more with `SCRIPT LOAD` in front (both ops are idempotent, so one that
 /// did run is safe to send again).
@@ -291,12 +291,13 @@ async fn send_pipeline(backend: &Backend, node: &Node, entries: &[Entry], load: 
     if load {
         pipe.add_command(backend.scripts.loads[1].clone());
     }
-    for entry in entries {
-        pipe.add_command(op_cmd(backend, &entry.op));
+    let calls = settle_calls(backend, entries.iter().map(|e| &e.op));
+    for (cmd, _) in &calls {
+        pipe.add_command(cmd.clone());
     }
     let loads = usize::from(load);
     let result = backend
-        .send_pipeline(node, &pipe, entries.len() + loads)
+        .send_pipeline(node, &pipe, calls.len() + loads)
         .await
         .map(|values| values.into_iter().skip(loads).collect::<Vec<_>>());
     let answered = |code: &str| match &result {
@@ -318,10 +319,13 @@ async fn send_pipeline(backend: &Backend, node: &Node, entries: &[Entry], load: 
             Some(err) => Err(Failure::Failed(StoreError::Internal(format!(
                 "settle op failed: {err:?}"
             )))),
-            None => {
-                count_outcomes(backend, entries.iter().map(|e| &e.op), &values);
-                Ok(())
-            }
+            None => match per_op(&calls, &values) {
+                Ok(outcomes) => {
+                    count_outcomes(backend, entries.iter().map(|e| &e.op), &outcomes);
+                    Ok(())
+                }
+                Err(e) => Err(Failure::Failed(e)),
+            },
         },
     })
 }
@@ -330,29 +334,92 @@ fn has_code(value: &Value, code: &str) -> bool {
     matches!(value, Value::ServerError(e) if e.code() == code)
 }
 
-/// One settle operation as a command: the settle script by its hash (loaded
-/// again when Redis lost it), which moves the claim only while it is pending
-/// under `claim.hook_id`. A promote commits it under the hook id the
-/// upstream answered with; one whose pending key expired, or that names a
-/// key its hook never held, changes nothing (the redelivery is admitted and
-/// the upstream's own index catches the copy).
-pub fn op_cmd(backend: &Backend, op: &SettleOp) -> redis::Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(backend.scripts.settle.get_hash())
-        .arg(1)
-        .arg(keys::claim(op.claim()))
-        .arg(keys::pending_prefix(&op.claim().hook_id));
-    match op {
-        SettleOp::Promote { hook_id, claim, .. } => {
-            cmd.arg("promote")
-                .arg(keys::committed_value(hook_id))
-                .arg(claim.ttl_ms);
-        }
-        SettleOp::Release { .. } => {
-            cmd.arg("release");
+/// Most operations in one settle script call: a call runs alone on its
+/// Redis, so a flush of thousands is cut into calls that each hold it briefly.
+pub const OPS_PER_CALL: usize = 64;
+
+/// The settle script's calls for `ops` (all bound for one node), each with
+/// the positions in `ops` of the operations it carries: one call per
+/// tenant (one hash tag, so one Cluster slot) and per [`OPS_PER_CALL`].
+/// Each operation moves its claim only while it is pending under
+/// `claim.hook_id`. A promote commits it under the hook id the upstream
+/// answered with, in the layout of `--committed-layout`; one whose pending
+/// key expired, or that names a key its hook never held, changes nothing
+/// (the redelivery is admitted and the upstream's own index catches the copy).
+pub fn settle_calls<'a>(
+    backend: &Backend,
+    ops: impl IntoIterator<Item = &'a SettleOp>,
+) -> Vec<(redis::Cmd, Vec<usize>)> {
+    let mut by_tenant: Vec<(&str, Vec<(usize, &SettleOp)>)> = Vec::new();
+    for (i, op) in ops.into_iter().enumerate() {
+        let tenant = op.claim().tenant.as_str();
+        match by_tenant.iter_mut().find(|(t, _)| *t == tenant) {
+            Some((_, group)) => group.push((i, op)),
+            None => by_tenant.push((tenant, vec![(i, op)])),
         }
     }
-    cmd
+    let mut calls = Vec::new();
+    for (_, group) in &by_tenant {
+        for chunk in group.chunks(OPS_PER_CALL) {
+            let mut cmd = redis::cmd("EVALSHA");
+            cmd.arg(backend.scripts.settle.get_hash()).arg(chunk.len());
+            for (_, op) in chunk {
+                cmd.arg(keys::claim(op.claim()));
+            }
+            cmd.arg(backend.layout.as_str());
+            for (_, op) in chunk {
+                let claim = op.claim();
+                cmd.arg(keys::pending_prefix(&claim.hook_id));
+                match op {
+                    SettleOp::Promote { hook_id, .. } => {
+                        cmd.arg("promote")
+                            .arg(&committed::lookup_args(claim)[..])
+                            .arg(committed::hook_value(hook_id))
+                            .arg(hook_id);
+                    }
+                    SettleOp::Release { .. } => {
+                        cmd.arg("release")
+                            .arg(&committed::lookup_args(claim)[..])
+                            .arg(&["", ""][..]);
+                    }
+                }
+            }
+            calls.push((cmd, chunk.iter().map(|(i, _)| *i).collect()));
+        }
+    }
+    calls
+}
+
+/// Each operation's answer, in the order of the operations, from the
+/// replies of their [`settle_calls`] (one array per call).
+pub fn per_op(
+    calls: &[(redis::Cmd, Vec<usize>)],
+    replies: &[Value],
+) -> Result<Vec<Value>, StoreError> {
+    let total = calls.iter().map(|(_, ops)| ops.len()).sum();
+    let mut out = vec![Value::Nil; total];
+    if replies.len() != calls.len() {
+        return Err(StoreError::Internal(format!(
+            "{} settle calls had {} replies",
+            calls.len(),
+            replies.len()
+        )));
+    }
+    for ((_, ops), reply) in calls.iter().zip(replies) {
+        match reply {
+            Value::Array(answers) if answers.len() == ops.len() => {
+                for (i, answer) in ops.iter().zip(answers) {
+                    out[*i] = answer.clone();
+                }
+            }
+            other => {
+                return Err(StoreError::Internal(format!(
+                    "unexpected settle script reply {other:?}"
+                )))
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The `op` label of a settle operation.

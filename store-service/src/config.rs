@@ -96,6 +96,18 @@ pub struct Config {
     /// never applied.
     #[arg(long, env = "ANKUSA_STORE_RECEIPTS", value_enum, value_name = "MODE")]
     pub receipts: Option<crate::receipts::Mode>,
+    /// Where committed claims are written: `compact` (the default: the
+    /// compact layout only) or `dual` (both layouts, while stores of 0.2.0,
+    /// which read only the old one, share the Redis: see docs/deploy.md,
+    /// "Upgrading"). Both read claims of both layouts.
+    #[arg(
+        long,
+        env = "ANKUSA_STORE_COMMITTED_LAYOUT",
+        value_enum,
+        value_name = "LAYOUT",
+        default_value_t = crate::committed::Layout::Compact
+    )]
+    pub committed_layout: crate::committed::Layout,
     /// Accept `/v1/*` calls with no token: only when something in front of the
     /// store (mTLS) authenticates its callers.
     #[arg(long, env = "ANKUSA_STORE_INSECURE_NO_AUTH")]
@@ -152,6 +164,7 @@ impl Config {
             insecure_no_auth: true,
             receipt_key_file: None,
             receipts: None,
+            committed_layout: crate::committed::Layout::Compact,
             receipt_keys: Default::default(),
             threads: 0,
             edges_ttl_ms: 5_000,

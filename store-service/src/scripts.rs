@@ -6,14 +6,16 @@ use redis::{Cmd, Script};
 
 /// The GCRA function shared by the hit script and the parity tests.
 pub const GCRA_LUA: &str = include_str!("scripts/gcra.lua");
+/// The claim functions (both layouts) the hit and settle scripts share.
+pub const CLAIMS_LUA: &str = include_str!("scripts/claims.lua");
 const HIT_BODY: &str = include_str!("scripts/hit.lua");
-const SETTLE_LUA: &str = include_str!("scripts/settle.lua");
+const SETTLE_BODY: &str = include_str!("scripts/settle_batch.lua");
 const CLAIMS_RELEASE_LUA: &str = include_str!("scripts/claims_release.lua");
 
 pub struct Scripts {
     pub hit: Script,
-    /// Promote and release: each moves a claim only while the caller's hook
-    /// holds it pending.
+    /// Promotes and releases of one tenant, a batch per call: each moves a
+    /// claim only while the caller's hook holds it pending.
     pub settle: Script,
     /// An operator's release of a claim a node left pending (see `claims`).
     pub claims_release: Script,
@@ -32,11 +34,12 @@ impl Scripts {
             load
         };
         let hit = hit_source();
+        let settle = settle_source();
         Scripts {
             hit: Script::new(&hit),
-            settle: Script::new(SETTLE_LUA),
+            settle: Script::new(&settle),
             claims_release: Script::new(CLAIMS_RELEASE_LUA),
-            loads: [load(&hit), load(SETTLE_LUA)],
+            loads: [load(&hit), load(&settle)],
         }
     }
 }
@@ -47,9 +50,14 @@ impl Default for Scripts {
     }
 }
 
-/// The hit script as Redis runs it: the GCRA function, then the body.
+/// The hit script as Redis runs it: the GCRA function, the claim functions, then the body.
 pub fn hit_source() -> String {
-    format!("{GCRA_LUA}\n{HIT_BODY}")
+    format!("{GCRA_LUA}\n{CLAIMS_LUA}\n{HIT_BODY}")
+}
+
+/// The settle script as Redis runs it: the claim functions, then the body.
+pub fn settle_source() -> String {
+    format!("{CLAIMS_LUA}\n{SETTLE_BODY}")
 }
 
 #[cfg(test)]
@@ -64,5 +72,18 @@ mod tests {
             .expect("hit.lua names its bucket TTL cap");
         let cap: u64 = line.trim().parse().expect("a whole number of ms");
         assert_eq!(cap, ankusa_core::limit::limits::TTL_MS.max);
+    }
+
+    #[test]
+    fn the_scripts_and_the_store_agree_on_the_compact_layout() {
+        let constant = |name: &str| -> u64 {
+            let line = CLAIMS_LUA
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("local {name} = ")))
+                .expect("claims.lua names it");
+            line.trim().parse().expect("a whole number")
+        };
+        assert_eq!(constant("COMMITTED_FILL"), crate::committed::BUCKET_FILL);
+        assert_eq!(constant("DIGEST_LEN"), crate::committed::DIGEST_LEN as u64);
     }
 }

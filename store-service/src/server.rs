@@ -51,7 +51,11 @@ pub async fn run(
         )
     });
     let metrics = Arc::new(Metrics::new());
-    let backend = Backend::new(target, metrics);
+    let backend = Backend::new(target, metrics, config.committed_layout);
+    tracing::info!(
+        "committed claims are written in the {} layout (--committed-layout)",
+        config.committed_layout.as_str()
+    );
     let monitor = backend.spawn_monitor();
     let (draining_tx, draining_rx) = watch::channel(false);
     let stopping = draining_rx.clone();

@@ -160,11 +160,10 @@ fn an_edge_tokens_promote_of_a_key_never_held_leaves_the_signed_delivery_to_be_s
     );
     // Its own settle commits it: a redelivery is now the duplicate.
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key("forged-2")])
+        eventually(Duration::from_secs(10), || claim_value(&redis, "forged-2")
             == format!("c:{id}")),
         "{}",
-        redis.cli(&["GET", &claim_key("forged-2")])
+        claim_value(&redis, "forged-2")
     );
     assert_eq!(edge.stat("ankusa_fleet_fallback_total"), 0.0);
 }

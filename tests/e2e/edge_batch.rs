@@ -155,8 +155,8 @@ fn a_lone_hook_goes_alone_and_carries_the_settles_held_before_it() {
     let (calls, hits) = calls_and_hits(&store);
     assert_eq!((calls, hits), (5.0, 5.0));
     for i in 0..4 {
-        let key = claim_key(&format!("lone-{i}"));
-        assert!(redis.cli(&["GET", &key]).starts_with("c:"), "{key}");
+        let key = format!("lone-{i}");
+        assert!(claim_value(&redis, &key).starts_with("c:"), "{key}");
     }
     assert_eq!(edge.stat("ankusa_fleet_fallback_total"), 0.0);
 }
@@ -231,7 +231,7 @@ fn settles_ride_on_batched_hit_calls_and_every_claim_is_committed() {
         store_metric(&store, promoted)
     );
     for i in [0, total / 2, total - 1] {
-        let value = redis.cli(&["GET", &claim_key(&format!("ride-{i}"))]);
+        let value = claim_value(&redis, &format!("ride-{i}"));
         assert!(value.starts_with("c:"), "ride-{i}: {value:?}");
     }
     // Those the settle endpoint carried are fewer: the rest rode on hit calls.
@@ -287,8 +287,7 @@ fn a_sender_gone_while_its_batched_call_is_in_flight_releases_the_claim() {
     let sent = Instant::now();
     let second = send("gone-b");
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key("gone-b")])
+        eventually(Duration::from_secs(10), || claim_value(&redis, "gone-b")
             .starts_with("p:")),
         "the second hook's call never reached the store\n{}",
         edge.log_tail()
@@ -307,7 +306,7 @@ fn a_sender_gone_while_its_batched_call_is_in_flight_releases_the_claim() {
             .cli(&["EXISTS", &claim_key("gone-b")])
             == "0"),
         "the claim outlived its sender: {}\n{}",
-        redis.cli(&["GET", &claim_key("gone-b")]),
+        claim_value(&redis, "gone-b"),
         edge.log_tail()
     );
     assert_eq!(

@@ -64,7 +64,7 @@ fn fleet() -> Fleet {
 fn wait_for_the_late_write(f: &Fleet, delivery: &str) -> String {
     let mut seen = String::new();
     let written = eventually(SETTLED_WITHIN, || {
-        seen = f.redis.cli(&["GET", &claim_key(delivery)]);
+        seen = claim_value(&f.redis, delivery);
         seen.starts_with("p:") || seen.starts_with("c:")
     });
     assert!(written, "the store never ran A's late hit: {seen:?}");
@@ -81,7 +81,7 @@ fn released_then_admitted(f: &Fleet, delivery: &str) -> Response {
             .cli(&["EXISTS", &claim_key(delivery)])
             == "0"),
         "A's claim on {delivery}, of a hook nobody will store, was never released: {:?}",
-        f.redis.cli(&["GET", &claim_key(delivery)])
+        claim_value(&f.redis, delivery)
     );
     let again = deliver(&f.b, "/webhooks/gh", delivery);
     assert_eq!(again.status, 201, "{}", again.text());
@@ -116,12 +116,9 @@ fn a_late_claim_is_promoted_when_the_fallen_back_hook_was_stored() {
             serde_json::json!({"status": "accepted", "id": id, "duplicate": true})
         ),
         "the redelivery to B must be a duplicate, not stuck pending; key {:?}",
-        f.redis.cli(&["GET", &claim_key("late-ok")])
+        claim_value(&f.redis, "late-ok")
     );
-    assert_eq!(
-        f.redis.cli(&["GET", &claim_key("late-ok")]),
-        format!("c:{id}")
-    );
+    assert_eq!(claim_value(&f.redis, "late-ok"), format!("c:{id}"));
     assert_eq!(f.intake.hooks().len(), 1, "stored once");
     assert!(
         f.proxy.connections() >= 2,
@@ -152,9 +149,7 @@ fn a_late_claim_is_released_when_the_upstream_refused_the_hook() {
     assert_eq!(hooks[0]["id"], body["id"]);
     let committed = format!("c:{}", body["id"].as_str().unwrap());
     assert!(
-        eventually(SETTLED_WITHIN, || f
-            .redis
-            .cli(&["GET", &claim_key("late-500")])
+        eventually(SETTLED_WITHIN, || claim_value(&f.redis, "late-500")
             == committed),
         "B's claim was never promoted"
     );

@@ -42,8 +42,7 @@ fn a_delivery_id_that_is_not_utf8_dedupes_across_two_edges() {
     let id = first.json()["id"].as_str().unwrap().to_string();
     let committed = format!("c:{id}");
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key(&key)])
+        eventually(Duration::from_secs(10), || claim_value(&redis, &key)
             == committed),
         "no claim under {key}: {:?}",
         redis.cli(&["KEYS", "ankusa:*claim*"])

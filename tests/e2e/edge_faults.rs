@@ -337,7 +337,7 @@ fn settles_failing(fault: SettleFault, retries: u32, n: usize) {
     );
     assert_eq!(edge.stat("ankusa_fleet_settle_queue_depth"), 0.0);
     for i in 0..n {
-        let claim = redis.cli(&["GET", &claim_key(&format!("doomed-{i}"))]);
+        let claim = claim_value(&redis, &format!("doomed-{i}"));
         assert!(
             !claim.is_empty() && !claim.starts_with("c:"),
             "claim {i} was never promoted, so it stays pending: {claim:?}"

@@ -65,11 +65,10 @@ fn a_promoted_key_makes_the_other_edge_answer_duplicate_with_the_original_id() {
     let id = first.json()["id"].as_str().unwrap().to_string();
     let committed = format!("c:{id}");
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key("dup-1")])
+        eventually(Duration::from_secs(10), || claim_value(&redis, "dup-1")
             == committed),
         "the claim was never promoted: {}",
-        redis.cli(&["GET", &claim_key("dup-1")])
+        claim_value(&redis, "dup-1")
     );
     let again = deliver(&b, "/webhooks/gh", "dup-1");
     assert_eq!(again.status, 201, "{}", again.text());
@@ -110,8 +109,7 @@ fn a_pending_key_answers_409_with_retry_after() {
         )
     });
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key("pend-1")])
+        eventually(Duration::from_secs(10), || claim_value(&redis, "pend-1")
             .starts_with("p:")),
         "the first copy never claimed its key"
     );
@@ -144,8 +142,7 @@ fn fleet_dedupe_with_node_rate_spends_no_charge_on_a_duplicate_and_releases_a_de
     let first = deliver(&a, "/webhooks/gh", "mixed-1");
     assert_eq!(first.status, 201, "{}", first.text());
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key("mixed-1")])
+        eventually(Duration::from_secs(10), || claim_value(&redis, "mixed-1")
             .starts_with("c:")),
         "never promoted"
     );
@@ -168,6 +165,6 @@ fn fleet_dedupe_with_node_rate_spends_no_charge_on_a_duplicate_and_releases_a_de
             .cli(&["EXISTS", &claim_key(&denied)])
             == "0"),
         "the denied hook's claim is still held: {}",
-        redis.cli(&["GET", &claim_key(&denied)])
+        claim_value(&redis, &denied)
     );
 }

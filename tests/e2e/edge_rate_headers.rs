@@ -151,9 +151,9 @@ fn duplicate_and_pending_answers_carry_the_policy() {
             std::time::Duration::from_secs(20),
         )
     });
-    assert!(eventually(std::time::Duration::from_secs(10), || redis
-        .cli(&["GET", &claim_key(&pending_key)])
-        .starts_with("p:")));
+    assert!(eventually(std::time::Duration::from_secs(10), || {
+        claim_value(&redis, &pending_key).starts_with("p:")
+    }));
     let pending = deliver(&edge, "/webhooks/gh", &pending_key);
     assert_eq!(pending.status, 409, "{}", pending.text());
     policy(&pending, "pending");

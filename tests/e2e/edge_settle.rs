@@ -35,9 +35,11 @@ fn a_thousand_hooks_from_fifty_clients_all_end_committed_in_few_batches() {
     let warm = deliver(&edge, "/webhooks/gh", "many-warm-up");
     assert_eq!(warm.status, 201, "{}", warm.text());
     assert!(
-        eventually(Duration::from_secs(20), || redis
-            .cli(&["GET", &claim_key("many-warm-up")])
-            .starts_with("c:")),
+        eventually(Duration::from_secs(20), || claim_value(
+            &redis,
+            "many-warm-up"
+        )
+        .starts_with("c:")),
         "the warm-up hook was never committed:\n{}",
         edge.log_tail()
     );
@@ -60,7 +62,7 @@ fn a_thousand_hooks_from_fifty_clients_all_end_committed_in_few_batches() {
         answers.iter().all(|(s, _)| *s == 201),
         "every hook admitted"
     );
-    let committed = |i: usize| redis.cli(&["GET", &claim_key(&format!("many-{i}"))]);
+    let committed = |i: usize| claim_value(&redis, &format!("many-{i}"));
     let all_committed = eventually(Duration::from_secs(30), || {
         (0..1_000)
             .step_by(50)
@@ -99,7 +101,7 @@ fn an_upstream_failure_releases_the_claim_and_the_retry_is_admitted() {
             .cli(&["EXISTS", &claim_key("fail-1")])
             == "0"),
         "the claim was never released: {}",
-        redis.cli(&["GET", &claim_key("fail-1")])
+        claim_value(&redis, "fail-1")
     );
     let retry = deliver(&edge, "/webhooks/gh", "fail-1");
     assert_eq!(retry.status, 201, "{}", retry.text());
@@ -138,11 +140,10 @@ fn an_upstream_duplicate_commits_the_claim_under_the_older_id() {
     );
     let expected = format!("c:{older_id}");
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key("own-1")])
+        eventually(Duration::from_secs(10), || claim_value(&redis, "own-1")
             == expected),
         "claim is {} not {expected}",
-        redis.cli(&["GET", &claim_key("own-1")])
+        claim_value(&redis, "own-1")
     );
 }
 
@@ -170,8 +171,7 @@ fn a_claim_held_by_a_killed_edge_expires_and_the_retry_is_admitted() {
         )
     });
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key("orphan-1")])
+        eventually(Duration::from_secs(10), || claim_value(&redis, "orphan-1")
             .starts_with("p:")),
         "the doomed edge never claimed the key"
     );
@@ -214,9 +214,11 @@ fn a_full_queue_drops_and_counts_settles_but_loses_no_hook() {
     let first = deliver(&edge, "/webhooks/gh", "flood-first");
     assert_eq!(first.status, 201);
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key("flood-first")])
-            .starts_with("c:")),
+        eventually(Duration::from_secs(10), || claim_value(
+            &redis,
+            "flood-first"
+        )
+        .starts_with("c:")),
         "the first settle never left"
     );
     for i in 0..30 {
@@ -271,7 +273,7 @@ fn settles_are_held_while_the_breaker_is_open_and_sent_once_it_closes() {
             })
         })
         .collect();
-    let pending = |i: usize| redis.cli(&["GET", &claim_key(&format!("held-{i}"))]);
+    let pending = |i: usize| claim_value(&redis, &format!("held-{i}"));
     assert!(eventually(Duration::from_secs(10), || (0..4)
         .all(|i| pending(i).starts_with("p:"))));
     // The store goes away and failed calls open the breaker.
@@ -342,8 +344,7 @@ fn a_sender_that_goes_away_before_the_upstream_answers_releases_the_claim() {
     )
     .unwrap();
     assert!(
-        eventually(Duration::from_secs(10), || redis
-            .cli(&["GET", &claim_key("gone-1")])
+        eventually(Duration::from_secs(10), || claim_value(&redis, "gone-1")
             .starts_with("p:")),
         "never claimed"
     );
@@ -353,7 +354,7 @@ fn a_sender_that_goes_away_before_the_upstream_answers_releases_the_claim() {
             .cli(&["EXISTS", &claim_key("gone-1")])
             == "0"),
         "the claim outlived its sender: {}",
-        redis.cli(&["GET", &claim_key("gone-1")])
+        claim_value(&redis, "gone-1")
     );
     assert_eq!(
         deliver(&edge, "/webhooks/gh", "gone-1").status,
@@ -417,7 +418,7 @@ fn an_upstream_hook_id_that_is_not_utf8_is_ignored_and_the_claim_committed_under
     let r = deliver(&edge, "/webhooks/gh", "binary-1");
     assert_eq!(r.status, 201, "{}", edge.log_tail());
     let ours = edge.log_tail();
-    let committed = || redis.cli(&["GET", &claim_key("binary-1")]);
+    let committed = || claim_value(&redis, "binary-1");
     assert!(
         eventually(Duration::from_secs(10), || committed().starts_with("c:")),
         "claim is {:?}:\n{ours}",

@@ -43,3 +43,4 @@ mod provider;
 mod release;
 mod soak;
 mod traces;
+mod upgrade;

@@ -276,6 +276,15 @@ pub fn claim_key(delivery: &str) -> String {
     format!("ankusa:{{acme}}:claim:gh:{delivery}")
 }
 
+/// What `delivery`'s claim holds in either layout: `p:<hook id>:<node>`
+/// while pending, `c:<hook id>` once committed (the compact layout, or the
+/// old one a store of 0.2.0 or `--committed-layout dual` writes), "" when free.
+pub fn claim_value(redis: &ankusa_testkit::redis::Redis, delivery: &str) -> String {
+    let key = claim_key(delivery);
+    let [script, hex] = ankusa_store::committed::read_either(&key).expect("a claim key");
+    redis.cli(&["EVAL", &script, "1", &key, &hex])
+}
+
 /// `method` on the store's `path` with the run's operator token (what
 /// changing an override needs; the edges hold only the edge token).
 pub fn store_call(

@@ -4,6 +4,7 @@
 //! background task connects, probes, and keeps `redis_up` current, so an
 //! outage is a quick 503 and never a stuck or dead service.
 
+use crate::committed::Layout;
 use crate::config::RedisTarget;
 use crate::errors::StoreError;
 use crate::metrics::Metrics;
@@ -42,6 +43,8 @@ pub struct Backend {
     up: AtomicBool,
     pub metrics: Arc<Metrics>,
     pub scripts: Scripts,
+    /// Where promotes write committed claims (`--committed-layout`).
+    pub layout: Layout,
 }
 
 /// The connection in `slot`, or `redis_unavailable` when there is none yet.
@@ -56,7 +59,7 @@ fn live(slot: &RwLock<Option<Conn>>) -> Result<Conn, StoreError> {
 const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
 
 impl Backend {
-    pub fn new(target: RedisTarget, metrics: Arc<Metrics>) -> Arc<Backend> {
+    pub fn new(target: RedisTarget, metrics: Arc<Metrics>, layout: Layout) -> Arc<Backend> {
         let seed = match &target {
             RedisTarget::Cluster(seeds) => seeds.first().map(String::as_str),
             RedisTarget::Single(_) => None,
@@ -70,6 +73,7 @@ impl Backend {
             up: AtomicBool::new(false),
             metrics,
             scripts: Scripts::new(),
+            layout,
         })
     }
 

@@ -172,7 +172,11 @@ mod tests {
     #[test]
     fn a_moved_slot_leaves_its_neighbours_with_their_master() {
         let target = RedisTarget::Cluster(vec!["redis://127.0.0.1:7000/".into()]);
-        let backend = Backend::new(target, Arc::new(Metrics::new()));
+        let backend = Backend::new(
+            target,
+            Arc::new(Metrics::new()),
+            crate::committed::Layout::Compact,
+        );
         *backend.slots.write().unwrap() = vec![owner(0, 5460, 7000), owner(5461, 16383, 7001)];
         let to = Addr {
             host: "127.0.0.1".into(),

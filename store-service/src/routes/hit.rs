@@ -2,6 +2,7 @@
 
 use super::{budget, count, json, nodes, read_json, resend_deadline, within, Reply, Shared};
 use crate::backend::{Backend, Node, Once};
+use crate::committed;
 use crate::errors::StoreError;
 use crate::keys;
 use crate::spans;
@@ -127,27 +128,33 @@ pub fn answer_of(reply: Once) -> Result<HitReply, StoreError> {
 }
 
 /// The hit script's KEYS and ARGV for one validated hit (see `hit.lua`).
-pub fn keys_and_args(hit: &HitRequest) -> (Vec<String>, Vec<String>) {
-    let mut keys = Vec::with_capacity(4);
-    let mut args = Vec::with_capacity(10);
+pub fn keys_and_args(hit: &HitRequest) -> (Vec<String>, Vec<Vec<u8>>) {
+    let mut keys = Vec::with_capacity(5);
+    let mut args: Vec<Vec<u8>> = Vec::with_capacity(16);
+    let mut text = |t: String| args.push(t.into_bytes());
     for charge in &hit.charges {
         keys.push(keys::bucket(&charge.tenant, charge.kind));
     }
     // `validate` made every charge and the claim name one tenant.
     keys.push(keys::override_of(hit.tenant().unwrap_or_default()));
-    args.push(hit.charges.len().to_string());
+    text(hit.charges.len().to_string());
     for charge in &hit.charges {
-        args.push(charge.units.to_string());
-        args.push(charge.rate.to_string());
-        args.push(charge.burst.to_string());
+        text(charge.units.to_string());
+        text(charge.rate.to_string());
+        text(charge.burst.to_string());
     }
     // The event key's claim first, then the replay guard's body claim: the
     // script checks them in this order, so a taken event key answers as before.
-    for claim in hit.claim.iter().chain(&hit.replay) {
+    let claims: Vec<_> = hit.claim.iter().chain(&hit.replay).collect();
+    for claim in &claims {
         keys.push(keys::claim(claim));
-        args.push(claim.hook_id.clone());
-        args.push(claim.node.clone());
-        args.push(claim.pending_ttl_ms.to_string());
+        text(claim.hook_id.clone());
+        text(claim.node.clone());
+        text(claim.pending_ttl_ms.to_string());
+    }
+    // Then each claim's compact lookup (claims.lua).
+    for claim in &claims {
+        args.extend(committed::lookup_args(claim));
     }
     (keys, args)
 }

@@ -215,7 +215,8 @@ async fn execute(
     (out, settles_ok)
 }
 
-/// One pipeline to `node`: one EVALSHA per hit, then the settle operations.
+/// One pipeline to `node`: one EVALSHA per hit, then the settle script's
+/// calls for the settle operations (one per tenant).
 /// Each hit gets its own reply, or its own error; a hit Redis did not run
 /// (its script cache empty: after `SCRIPT LOAD` of the scripts; a Cluster
 /// slot moving: where the Cluster says) is sent again by itself, until
@@ -234,8 +235,9 @@ async fn send(
     for (_, hit, _) in &group {
         cmds.add_command(hit_cmd(backend, hit));
     }
-    for op in ops {
-        cmds.add_command(crate::batcher::op_cmd(backend, op));
+    let calls = crate::batcher::settle_calls(backend, ops);
+    for (cmd, _) in &calls {
+        cmds.add_command(cmd.clone());
     }
     let (replies, waited) = backend.run_once(node, loads, &cmds, deadline).await;
     let mut replies = replies.into_iter();
@@ -249,11 +251,13 @@ async fn send(
         answers.push((i, answer));
     }
     let settled: Vec<Value> = replies.map_while(Result::ok).collect();
-    let settles_ok =
-        settled.len() == ops.len() && settled.iter().all(|v| !matches!(v, Value::ServerError(_)));
-    if settles_ok {
-        crate::batcher::count_outcomes(backend, ops, &settled);
-    }
+    let settles_ok = match crate::batcher::per_op(&calls, &settled) {
+        Ok(outcomes) => {
+            crate::batcher::count_outcomes(backend, ops, &outcomes);
+            true
+        }
+        Err(_) => false,
+    };
     (answers, settles_ok, waited)
 }
 

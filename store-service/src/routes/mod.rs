@@ -2,7 +2,7 @@
 //! body and budget, and turning results into responses and metrics.
 
 mod claims;
-mod hit;
+pub mod hit;
 mod hits;
 mod nodes;
 mod overrides;

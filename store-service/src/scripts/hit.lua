@@ -3,10 +3,13 @@
 -- the claim keys, none to two (the event key's, then the replay guard's
 -- body claim).
 -- ARGV[1] = n; ARGV[3i-1], ARGV[3i], ARGV[3i+1] = units, rate, burst of
--- bucket i; then, per claim key in order: hook_id, node, pending_ttl_ms.
--- A claim committed anywhere answers 'duplicate' with its hook id (the first
--- such in KEYS order); otherwise one pending answers 'pending' with the
--- longest time left; only when every claim is free are they all written.
+-- bucket i; then, per claim key in order: hook_id, node, pending_ttl_ms; then,
+-- per claim key in order, its compact lookup's series, ttl_ms and digest
+-- (claims.lua, prepended).
+-- A claim committed anywhere, in either layout, answers 'duplicate' with its
+-- hook id (the first such in KEYS order); otherwise one pending answers
+-- 'pending' with the longest time left; only when every claim is free are
+-- they all written (pending, in the claim's own key).
 -- A bucket's value is "stamp_us:level" (see gcra.lua).
 -- A fleet override in force (JSON, see core/src/fleet/overrides.rs) replaces the
 -- rate and burst of the pairs it sets: the store holds the authoritative
@@ -49,27 +52,22 @@ end
 
 local pending = 0
 for c = 1, claims do
-  local claim_key = KEYS[n + 1 + c]
-  local held = redis.call('GET', claim_key)
-  if held then
-    if string.sub(held, 1, 2) == 'c:' then
-      return reply({'duplicate', string.sub(held, 3)})
-    end
-    local left = redis.call('PTTL', claim_key)
-    if left < 1 then
-      left = 1
-    end
-    if left > pending then
-      pending = left
-    end
+  local at = 3 * n + 3 * claims + 3 * c - 1
+  local state, value = claim_state(KEYS[n + 1 + c], ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2],
+    math.floor(now / 1000))
+  if state == 'duplicate' then
+    return reply({'duplicate', value})
+  end
+  if state == 'pending' and value > pending then
+    pending = value
   end
 end
 if pending > 0 then
   return reply({'pending', pending})
 end
 
--- The longest a bucket is kept: the longest-lived key the store writes (a
--- committed claim's most, core/src/limit/limits.rs TTL_MS, 30 days).
+-- The longest a bucket is kept: the longest ttl_ms a claim may have
+-- (core/src/limit/limits.rs TTL_MS, 30 days).
 local MAX_BUCKET_TTL_MS = 2592000000
 
 -- Writes a bucket that is empty `ceil(level / rate)` µs after its stamp; the

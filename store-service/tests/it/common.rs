@@ -179,6 +179,34 @@ impl Db {
         self.cli(&["GET", key])
     }
 
+    /// What the claim key `key` (`ankusa:{t}:claim:<source>:<event key>`)
+    /// reads as in either layout: its value when the old layout's key is
+    /// there (`p:…` pending, or `c:<hook id>` committed), else
+    /// `c:<hook id>` when the event is committed in the compact layout (any
+    /// series of the tenant), else "".
+    pub fn committed(&self, key: &str) -> String {
+        committed_at(|args| self.cli(args), key)
+    }
+
+    /// The longest PTTL among the tenant's compact entries (every series,
+    /// partition counter and bucket of the tenant `{t}` of `key`), -2 with none.
+    pub fn committed_pttl(&self, key: &str) -> i64 {
+        let tag = key.split(":claim:").next().expect("a claim key");
+        self.keys(&format!("{tag}:committed:*"))
+            .iter()
+            .map(|k| self.pttl(k))
+            .max()
+            .unwrap_or(-2)
+    }
+}
+
+/// [`Db::committed`] through `cli` (a `redis-cli` reaching the key's node).
+pub fn committed_at(cli: impl Fn(&[&str]) -> String, key: &str) -> String {
+    let [script, hex] = ankusa_store::committed::read_either(key).expect("a claim key");
+    cli(&["EVAL", &script, "1", key, &hex])
+}
+
+impl Db {
     pub fn pttl(&self, key: &str) -> i64 {
         let out = self.cli(&["PTTL", key]);
         out.parse()
@@ -190,7 +218,7 @@ impl Db {
     }
 
     /// The port of every node.
-    fn ports(&self) -> Vec<u16> {
+    pub fn ports(&self) -> Vec<u16> {
         match self {
             Db::Single(r) => vec![r.port],
             Db::Cluster(c) => c.nodes.iter().map(|n| n.port).collect(),

@@ -156,7 +156,10 @@ async fn a_full_settle_queue_answers_overloaded_and_counts_it() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(redis.cli(&["GET", "ankusa:{acme}:claim:gh:a-0"]), "c:h1");
+    assert_eq!(
+        crate::common::committed_at(|a| redis.cli(a), "ankusa:{acme}:claim:gh:a-0"),
+        "c:h1"
+    );
     service.stop().await;
 }
 

@@ -244,7 +244,7 @@ async fn settles_ride_on_a_batch(ctx: &(Service, Http), db: &Db) {
     for t in 0..6 {
         let key = format!("ankusa:{{ride-{t}}}:claim:gh:evt");
         if t % 2 == 0 {
-            assert_eq!(db.get(&key), format!("c:h{t}"), "{key}");
+            assert_eq!(db.committed(&key), format!("c:h{t}"), "{key}");
         } else {
             assert!(!db.exists(&key), "{key} was not released");
         }

@@ -3,6 +3,7 @@
 mod auth;
 mod bad_input;
 mod cli;
+mod committed;
 mod common;
 mod connections;
 mod edges;

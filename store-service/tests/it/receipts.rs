@@ -290,7 +290,7 @@ async fn riding_settles_are_checked_and_one_left_out_is_still_settled() {
         "p:made-up-hook:edge-1",
         "still pending"
     );
-    assert_eq!(db.get("ankusa:{acme}:claim:gh:d-2"), "c:real-hook");
+    assert_eq!(db.committed("ankusa:{acme}:claim:gh:d-2"), "c:real-hook");
     // A batch whose only riding promote is left out touches no Redis for it.
     let batch = json!({
         "hits": [{"charges": [charge("hooks", TENANT, 1, 100, 100)]}],

@@ -91,5 +91,8 @@ fn sigterm_flushes_queued_settles_and_exits_0() {
         "{}",
         res.text()
     );
-    assert_eq!(redis.cli(&["GET", "ankusa:{acme}:claim:gh:k"]), "c:h1");
+    assert_eq!(
+        crate::common::committed_at(|a| redis.cli(a), "ankusa:{acme}:claim:gh:k"),
+        "c:h1"
+    );
 }

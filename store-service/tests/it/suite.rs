@@ -66,6 +66,17 @@ async fn suite_on_a_three_master_cluster() {
 }
 
 /// Asserts `ttl_ms` is `expected_ms` less at most `slack_ms` (time passes between write and read).
+/// A committed claim's compact entry lasts `ttl_ms` (less at most
+/// `slack_ms` gone by) and at most one partition (⌈ttl_ms / 2⌉) more.
+fn assert_committed_ttl(got_ms: i64, ttl_ms: i64, slack_ms: i64) {
+    let most = ttl_ms + (ttl_ms + 1) / 2;
+    assert!(
+        got_ms <= most && got_ms > ttl_ms - slack_ms,
+        "committed claim: PTTL {got_ms} ms, expected in ({}, {most}]",
+        ttl_ms - slack_ms
+    );
+}
+
 fn assert_ttl(what: &str, ttl_ms: i64, expected_ms: i64, slack_ms: i64) {
     assert!(
         ttl_ms <= expected_ms && ttl_ms > expected_ms - slack_ms,
@@ -201,10 +212,9 @@ async fn a_taken_claim_spends_no_charge(ctx: &Ctx<'_>) {
         ctx.settle(vec![promote(&first, "hook-a")]).await,
         json!({"wire": 2, "applied": 1})
     );
-    assert_eq!(ctx.db.get("ankusa:{taken}:claim:gh:d"), "c:hook-a");
-    assert_ttl(
-        "committed claim",
-        ctx.db.pttl("ankusa:{taken}:claim:gh:d"),
+    assert_eq!(ctx.db.committed("ankusa:{taken}:claim:gh:d"), "c:hook-a");
+    assert_committed_ttl(
+        ctx.db.committed_pttl("ankusa:{taken}:claim:gh:d"),
         3_600_000,
         5_000,
     );
@@ -330,7 +340,7 @@ async fn release_by_a_non_holder_is_a_no_op(ctx: &Ctx<'_>) {
     );
     ctx.settle(vec![promote(&holder, "hook-1")]).await;
     ctx.settle(vec![release(&holder)]).await;
-    assert_eq!(ctx.db.get("ankusa:{rel}:claim:gh:d"), "c:hook-1");
+    assert_eq!(ctx.db.committed("ankusa:{rel}:claim:gh:d"), "c:hook-1");
 }
 
 /// Settles call their script by its hash: once Redis holds it, a batch
@@ -367,7 +377,7 @@ async fn settles_load_their_script_only_when_redis_lost_it(ctx: &Ctx<'_>) {
         json!({"wire": 2, "applied": 2})
     );
     assert_eq!(
-        ctx.db.get(key),
+        ctx.db.committed(key),
         "c:up-9",
         "the promote after the flush was lost"
     );
@@ -430,20 +440,27 @@ async fn a_settle_moves_only_a_claim_its_hook_holds(ctx: &Ctx<'_>) {
 
     // The holder's promote commits under the id the upstream answered with.
     ctx.settle(vec![promote(&holder, "up-7")]).await;
-    assert_eq!(ctx.db.get(key), "c:up-7");
-    assert_ttl("committed claim", ctx.db.pttl(key), 120_000, 5_000);
-    // Committed: a second promote (a retry, or another hook's) changes nothing.
-    ctx.db.cli(&["PEXPIRE", key, "90000"]);
+    assert_eq!(ctx.db.committed(key), "c:up-7");
+    assert_committed_ttl(ctx.db.committed_pttl(key), 120_000, 5_000);
+    // Committed: a second promote (a retry, or another hook's) changes
+    // nothing: no entry added, the partition's count as it was.
+    let series = ctx.db.keys("ankusa:{held}:committed:*");
+    let state = |k: &String| match ctx.db.cli(&["TYPE", k]).as_str() {
+        "hash" => format!("hash of {}", ctx.db.cli(&["HLEN", k])),
+        _ => ctx.db.get(k),
+    };
+    let before_state: Vec<_> = series.iter().map(state).collect();
     ctx.settle(vec![
         promote(&holder, "hook-1"),
         promote(&stranger, "hook-2"),
     ])
     .await;
-    assert_eq!(ctx.db.get(key), "c:up-7");
-    assert_ttl("committed claim", ctx.db.pttl(key), 90_000, 5_000);
+    assert_eq!(ctx.db.committed(key), "c:up-7");
+    assert_eq!(ctx.db.keys("ankusa:{held}:committed:*"), series);
+    assert_eq!(series.iter().map(state).collect::<Vec<_>>(), before_state);
     // Nor does a release of it, by anyone.
     ctx.settle(vec![release(&holder), release(&stranger)]).await;
-    assert_eq!(ctx.db.get(key), "c:up-7");
+    assert_eq!(ctx.db.committed(key), "c:up-7");
     // A release of a free key writes nothing.
     let free = claim(t, "never", "hook-1", 120_000, 30_000);
     ctx.settle(vec![release(&free)]).await;
@@ -602,9 +619,7 @@ async fn concurrent_settles_share_pipelines(ctx: &Ctx<'_>) {
         "{round_trips} round trips in {flushed} flushes over {nodes} nodes"
     );
     eprintln!("settle: {k} ops, {flushed} flushes, {round_trips} pipeline round trips");
-    assert_eq!(
-        ctx.db.keys("ankusa:{batch*}:claim:*").len(),
-        REQUESTS * OPS_EACH
-    );
-    assert_eq!(ctx.db.get("ankusa:{batch7}:claim:gh:k7-3"), "c:h7-3");
+    // Every claim committed, none left pending.
+    assert_eq!(ctx.db.keys("ankusa:{batch*}:claim:*").len(), 0);
+    assert_eq!(ctx.db.committed("ankusa:{batch7}:claim:gh:k7-3"), "c:h7-3");
 }

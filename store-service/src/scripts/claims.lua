@@ -1,0 +1,170 @@
+-- Claims: the old layout's key per claim, and the compact layout of
+-- committed claims (store-service/src/committed.rs). Prepended to the hit
+-- script and to the settle script.
+-- Compact: series S = "ankusa:{t}:committed:<ttl_ms>", partitions of
+-- P = ceil(ttl_ms / 2) ms; partition p (commits in [p*P, (p+1)*P)) is a
+-- counter "S:p" and bucket hashes "S:p:b" (field: 14-byte digest, value:
+-- 16-byte hook id, or its text, after "=" when 16 characters long), all
+-- expiring at (p+1)*P + ttl_ms. Buckets grow by linear hashing with the
+-- counter: ceil(count / COMMITTED_FILL) of
+-- them, addressed by the digest's first 32 bits. Every bucket holds the
+-- placeholder field "" from its creation, so it is never emptied, and a
+-- bucket is never written without its partition's expiry.
+local COMMITTED_FILL = 40
+local DIGEST_LEN = 14
+
+local function committed_hash(digest)
+  local a, b, c, d = string.byte(digest, 1, 4)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+local function committed_buckets(count)
+  local b = math.ceil(count / COMMITTED_FILL)
+  if b < 1 then
+    b = 1
+  end
+  return b
+end
+
+-- The largest power of two <= n (n >= 1).
+local function committed_top(n)
+  local top = 1
+  while top * 2 <= n do
+    top = top * 2
+  end
+  return top
+end
+
+local function committed_bucket(h, buckets)
+  local top = committed_top(buckets)
+  local a = h % (top * 2)
+  if a >= buckets then
+    a = h % top
+  end
+  return a
+end
+
+local function committed_name(base, n)
+  return base .. ':' .. string.format('%.0f', n)
+end
+
+local function hook_text(v)
+  if #v == 16 then
+    local hex = string.gsub(v, '.', function(ch)
+      return string.format('%02x', string.byte(ch))
+    end)
+    return string.sub(hex, 1, 8) .. '-' .. string.sub(hex, 9, 12) .. '-' .. string.sub(hex, 13, 16)
+      .. '-' .. string.sub(hex, 17, 20) .. '-' .. string.sub(hex, 21, 32)
+  end
+  return (string.gsub(v, '^=+', ''))
+end
+
+-- The hook id an event is committed under in the compact layout, or nil:
+-- every partition that may still hold it (one ahead, for a clock that
+-- stepped back), their counters in one MGET, then one HGET per partition.
+local function committed_find(series, ttl, digest, now_ms)
+  local part = math.ceil(ttl / 2)
+  local p = math.floor(now_ms / part) + 1
+  local bases = {}
+  while (p + 1) * part + ttl >= now_ms do
+    bases[#bases + 1] = committed_name(series, p)
+    p = p - 1
+  end
+  local counts = redis.call('MGET', unpack(bases))
+  local h = committed_hash(digest)
+  for i = 1, #bases do
+    local count = tonumber(counts[i])
+    if count then
+      local bucket = committed_name(bases[i], committed_bucket(h, committed_buckets(count)))
+      local v = redis.call('HGET', bucket, digest)
+      if v then
+        return hook_text(v)
+      end
+    end
+  end
+  return nil
+end
+
+-- The partition a batch of commits at now_ms writes to, read once per batch
+-- (a script runs alone, so its count is kept here and written back by
+-- committed_flush): parts[series] = {base, expires, count, before}.
+local function committed_part(parts, series, ttl, now_ms)
+  local part = parts[series]
+  if not part then
+    local len = math.ceil(ttl / 2)
+    local p = math.floor(now_ms / len)
+    local base = committed_name(series, p)
+    local count = tonumber(redis.call('GET', base)) or 0
+    part = {base = base, expires = string.format('%.0f', (p + 1) * len + ttl), count = count, before = count}
+    parts[series] = part
+  end
+  return part
+end
+
+-- Commits an event in the compact layout, in the partition of now_ms.
+local function committed_add(parts, series, ttl, digest, value, now_ms)
+  local part = committed_part(parts, series, ttl, now_ms)
+  local base, expires = part.base, part.expires
+  part.count = part.count + 1
+  local count = part.count
+  if count == 1 then
+    local first = base .. ':0'
+    redis.call('HSET', first, '', '', digest, value)
+    redis.call('PEXPIREAT', first, expires)
+    return
+  end
+  local before, after = committed_buckets(count - 1), committed_buckets(count)
+  if after > before then
+    -- Linear hashing: bucket j takes from bucket j - top the entries it now addresses.
+    local j = after - 1
+    local from = committed_name(base, j - committed_top(j))
+    local to = committed_name(base, j)
+    local fields = redis.call('HGETALL', from)
+    local moved, gone = {'', ''}, {}
+    for i = 1, #fields, 2 do
+      local f = fields[i]
+      if #f == DIGEST_LEN and committed_bucket(committed_hash(f), after) == j then
+        moved[#moved + 1] = f
+        moved[#moved + 1] = fields[i + 1]
+        gone[#gone + 1] = f
+      end
+    end
+    if #gone > 0 then
+      redis.call('HDEL', from, unpack(gone))
+    end
+    redis.call('HSET', to, unpack(moved))
+    redis.call('PEXPIREAT', to, expires)
+  end
+  redis.call('HSET', committed_name(base, committed_bucket(committed_hash(digest), after)), digest, value)
+end
+
+-- Writes back the counts of the partitions a batch committed to, each
+-- expiring with its buckets.
+local function committed_flush(parts)
+  for _, part in pairs(parts) do
+    if part.count ~= part.before then
+      redis.call('SET', part.base, part.count, 'PXAT', part.expires)
+    end
+  end
+end
+
+-- A claim's state before a hit: 'duplicate' and the hook id (committed in
+-- either layout), 'pending' and the ms left, or 'free'.
+local function claim_state(key, series, ttl, digest, now_ms)
+  local held = redis.call('GET', key)
+  if held then
+    if string.sub(held, 1, 2) == 'c:' then
+      return 'duplicate', string.sub(held, 3)
+    end
+    local left = redis.call('PTTL', key)
+    if left < 1 then
+      left = 1
+    end
+    return 'pending', left
+  end
+  local hook = committed_find(series, ttl, digest, now_ms)
+  if hook then
+    return 'duplicate', hook
+  end
+  return 'free', 0
+end

@@ -1,0 +1,64 @@
+-- Settles a batch of claims of one tenant (one hash tag, so one Cluster
+-- slot) in one call, each only while the caller's hook holds it pending: a
+-- promote commits it, a release deletes it. Preceded by claims.lua.
+-- KEYS[i]: op i's claim key. ARGV[1]: "compact" or "dual" (the store's
+-- --committed-layout). Then 7 per op i, from ARGV[7i-5]: "p:<claim.hook_id>:"
+-- (hook ids hold no ':'), "promote" or "release", then for a promote the
+-- series, ttl_ms and digest of its compact entry (claims.lua), the hook id
+-- the upstream answered with as stored (16 bytes, or its text) and as text
+-- (a release carries the same series, ttl_ms and digest, and "" for both).
+-- A promote writes the compact entry and deletes the pending key; under
+-- "dual" it also leaves the old layout's "c:<hook_id>" in the key, with
+-- ttl_ms, for stores of 0.2.0 that read only that.
+-- Returns, per op, "ok" when the claim moved, else why nothing changed:
+-- "free" (no claim: never taken, or its pending TTL ran out), "committed"
+-- (already committed, by this hook's earlier settle or another's),
+-- "other_hook" (pending under another hook).
+local dual = ARGV[1] == 'dual'
+local now_ms = nil
+local function clock()
+  if not now_ms then
+    local t = redis.call('TIME')
+    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now_ms
+end
+local out = {}
+local parts = {}
+for i = 1, #KEYS do
+  local at = 7 * i - 5
+  local prefix = ARGV[at]
+  local held = redis.call('GET', KEYS[i])
+  if not held then
+    out[i] = 'free'
+    -- A promote sent again (after a redirect or a lost answer), or a
+    -- release of a stored hook, finds the entry committed in the compact layout.
+    -- (The counts this batch changed are written first: a lookup addresses
+    -- buckets by them.)
+    committed_flush(parts)
+    parts = {}
+    if committed_find(ARGV[at + 2], tonumber(ARGV[at + 3]), ARGV[at + 4], clock()) then
+      out[i] = 'committed'
+    end
+  elseif string.sub(held, 1, string.len(prefix)) ~= prefix then
+    if string.sub(held, 1, 2) == 'c:' then
+      out[i] = 'committed'
+    else
+      out[i] = 'other_hook'
+    end
+  elseif ARGV[at + 1] == 'promote' then
+    local ttl = tonumber(ARGV[at + 3])
+    committed_add(parts, ARGV[at + 2], ttl, ARGV[at + 4], ARGV[at + 5], clock())
+    if dual then
+      redis.call('SET', KEYS[i], 'c:' .. ARGV[at + 6], 'PX', ttl)
+    else
+      redis.call('DEL', KEYS[i])
+    end
+    out[i] = 'ok'
+  else
+    redis.call('DEL', KEYS[i])
+    out[i] = 'ok'
+  end
+end
+committed_flush(parts)
+return out

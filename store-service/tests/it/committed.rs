@@ -1,0 +1,337 @@
+//! The compact layout of committed claims (`store-service/src/committed.rs`):
+//! a committed event answers `duplicate` with its hook id through its
+//! window and is free after, from hashes that stay listpack-encoded, on one
+//! Redis and a 3-master Cluster; claims the old layout wrote are still
+//! found; `--committed-layout dual` writes both layouts; and `ttl_ms` holds
+//! at both edges of its bound.
+
+use crate::common::{charge, claim, hit, promote, Db, Http, Service};
+use ankusa_store::committed::{self, Layout};
+use ankusa_store::Config;
+use ankusa_testkit::redis::{Redis, RedisCluster};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const UUID: &str = "01a22a58-b525-7a36-ac16-fe50dd6137bd";
+
+async fn start(db: &Db, layout: Layout) -> Service {
+    let mut config = Config::for_redis(&db.url());
+    config.committed_layout = layout;
+    // Settles flush at once: the ttl tests time the commit.
+    config.settle_window_ms = 1;
+    let service = Service::start(config).await;
+    service.wait_ready(Duration::from_secs(20)).await;
+    service
+}
+
+struct Client<'a> {
+    http: Http,
+    service: &'a Service,
+}
+
+impl Client<'_> {
+    async fn hit(&self, claim: &Value) -> Value {
+        let body = hit(
+            vec![charge("hooks", "t", 1, 1_000_000, 1_000_000)],
+            Some(claim.clone()),
+        );
+        let (status, answer) = self.http.post(&self.service.at("/v1/hit"), &body).await;
+        assert_eq!(status, 200, "{answer}");
+        answer
+    }
+
+    async fn promote(&self, claim: &Value, hook_id: &str) {
+        let (status, answer) = self
+            .http
+            .post(
+                &self.service.at("/v1/settle"),
+                &json!({"ops": [promote(claim, hook_id)]}),
+            )
+            .await;
+        assert_eq!((status, &answer["applied"]), (200, &json!(1)), "{answer}");
+    }
+
+    /// Claims `claim` under its hook and commits it under `hook_id`.
+    async fn store(&self, claim: &Value, hook_id: &str) {
+        assert_eq!(self.hit(claim).await["result"], "ok");
+        self.promote(claim, hook_id).await;
+    }
+}
+
+fn duplicate_of(answer: &Value) -> Option<&str> {
+    (answer["result"] == "duplicate").then(|| answer["hook_id"].as_str().unwrap_or("?"))
+}
+
+fn old_key(tenant: &str, key: &str) -> String {
+    format!("ankusa:{{{tenant}}}:claim:gh:{key}")
+}
+
+async fn layout_round_trip(db: Db) {
+    // Redis's own default listpack limits (a packaged build may raise them):
+    // the layout must hold without raised ones.
+    for port in db.ports() {
+        for (name, value) in [
+            ("hash-max-listpack-entries", "128"),
+            ("hash-max-listpack-value", "64"),
+        ] {
+            assert_eq!(
+                ankusa_testkit::redis::cli(port, &["CONFIG", "SET", name, value]),
+                "OK"
+            );
+        }
+    }
+    let service = start(&db, Layout::Compact).await;
+    let c = Client {
+        http: Http::new(),
+        service: &service,
+    };
+    let events = 300;
+    // Event i's claim under `hook`, and the id it is stored under: the
+    // first a UUID (kept as 16 bytes), the others text.
+    let event = |i: u64, hook: &str| claim("t", &format!("evt-{i}"), hook, 3_600_000, 30_000);
+    let stored_as = |i: u64| match i {
+        0 => UUID.to_string(),
+        _ => format!("hook-{i}"),
+    };
+    for i in 0..events {
+        c.store(&event(i, &format!("h{i}")), &stored_as(i)).await;
+    }
+    // Every event answers duplicate with its own hook id; no old-layout key is left.
+    for i in 0..events {
+        let claim = event(i, &format!("x{i}"));
+        let want = stored_as(i);
+        let answer = c.hit(&claim).await;
+        assert_eq!(
+            duplicate_of(&answer),
+            Some(want.as_str()),
+            "evt-{i}: {answer}"
+        );
+        assert!(!db.exists(&old_key("t", &format!("evt-{i}"))));
+    }
+    // A key never stored is free (and is now pending).
+    let fresh = claim("t", "evt-new", "h-new", 3_600_000, 30_000);
+    assert_eq!(c.hit(&fresh).await["result"], "ok");
+    // One partition: its counter and 300 / 40 → 8 buckets, each a listpack
+    // with an expiry no later than its partition's end plus the ttl.
+    let buckets: Vec<String> = db
+        .keys("ankusa:{t}:committed:*")
+        .into_iter()
+        .filter(|k| k.matches(':').count() == 5)
+        .collect();
+    assert_eq!(buckets.len(), 8, "{buckets:?}");
+    for bucket in &buckets {
+        assert_eq!(
+            db.cli(&["OBJECT", "ENCODING", bucket]),
+            "listpack",
+            "{bucket}"
+        );
+        let left = db.pttl(bucket);
+        assert!(
+            left > 3_600_000 && left <= 3_600_000 + 1_800_000,
+            "{bucket}: {left}"
+        );
+    }
+    let entries: u64 = buckets
+        .iter()
+        .map(|b| db.cli(&["HLEN", b]).parse::<u64>().expect("HLEN") - 1)
+        .sum();
+    assert_eq!(
+        entries, events,
+        "every entry once, beside one placeholder per bucket"
+    );
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn committed_events_answer_duplicate_from_listpack_buckets_on_one_redis() {
+    layout_round_trip(Db::Single(Redis::start())).await;
+}
+
+#[tokio::test]
+async fn committed_events_answer_duplicate_from_listpack_buckets_on_a_cluster() {
+    layout_round_trip(Db::Cluster(RedisCluster::start())).await;
+}
+
+/// The upgrade: a Redis holding claims the old layout wrote (as a 0.2.0 store
+/// commits them) when the new store starts. They answer duplicate until they
+/// expire; a pending one of the old store still answers pending.
+#[tokio::test]
+async fn claims_the_old_layout_wrote_are_found_until_they_expire() {
+    let db = Db::Single(Redis::start());
+    db.cli(&[
+        "SET",
+        &old_key("t", "old-1"),
+        "c:hook-old-1",
+        "PX",
+        "3600000",
+    ]);
+    db.cli(&[
+        "SET",
+        &old_key("t", "old-short"),
+        "c:hook-old-2",
+        "PX",
+        "1500",
+    ]);
+    db.cli(&[
+        "SET",
+        &old_key("t", "old-p"),
+        "p:hook-old-3:edge-9",
+        "PX",
+        "60000",
+    ]);
+    let service = start(&db, Layout::Compact).await;
+    let c = Client {
+        http: Http::new(),
+        service: &service,
+    };
+    let probe = |key: &str| claim("t", key, "h-new", 3_600_000, 30_000);
+    assert_eq!(
+        duplicate_of(&c.hit(&probe("old-1")).await),
+        Some("hook-old-1")
+    );
+    assert_eq!(
+        duplicate_of(&c.hit(&probe("old-short")).await),
+        Some("hook-old-2")
+    );
+    assert_eq!(c.hit(&probe("old-p")).await["result"], "pending");
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    assert_eq!(c.hit(&probe("old-short")).await["result"], "ok");
+    service.stop().await;
+}
+
+/// `dual` leaves the old layout's `c:<hook id>` with the claim's ttl beside
+/// the compact entry (what a 0.2.0 store reads); `compact` leaves none.
+#[tokio::test]
+async fn dual_writes_both_layouts_and_compact_only_the_compact_one() {
+    let db = Db::Single(Redis::start());
+    let dual = start(&db, Layout::Dual).await;
+    let c = Client {
+        http: Http::new(),
+        service: &dual,
+    };
+    let event = claim("t", "evt-dual", "h1", 600_000, 30_000);
+    c.store(&event, UUID).await;
+    assert_eq!(db.get(&old_key("t", "evt-dual")), format!("c:{UUID}"));
+    let left = db.pttl(&old_key("t", "evt-dual"));
+    assert!(left > 590_000 && left <= 600_000, "{left}");
+    // The compact entry alone answers too: the old key gone, still a duplicate.
+    db.cli(&["DEL", &old_key("t", "evt-dual")]);
+    assert_eq!(
+        duplicate_of(&c.hit(&claim("t", "evt-dual", "h2", 600_000, 30_000)).await),
+        Some(UUID)
+    );
+    dual.stop().await;
+
+    let compact = start(&db, Layout::Compact).await;
+    let c = Client {
+        http: Http::new(),
+        service: &compact,
+    };
+    let event = claim("t", "evt-compact", "h3", 600_000, 30_000);
+    c.store(&event, "hook-3").await;
+    assert!(!db.exists(&old_key("t", "evt-compact")));
+    assert_eq!(
+        duplicate_of(
+            &c.hit(&claim("t", "evt-compact", "h4", 600_000, 30_000))
+                .await
+        ),
+        Some("hook-3")
+    );
+    compact.stop().await;
+}
+
+/// Redis's clock in ms.
+fn now_ms(db: &Db) -> u64 {
+    db.now_us() / 1000
+}
+
+/// Sleeps until Redis's clock reads at least `at_ms`.
+async fn until(db: &Db, at_ms: u64) {
+    loop {
+        let now = now_ms(db);
+        if now >= at_ms {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis((at_ms - now).min(200))).await;
+    }
+}
+
+/// docs/admission.md: an event committed at c is a duplicate through
+/// c + ttl_ms (and past it, up to its partition's end plus ttl_ms), and free
+/// once c + ttl_ms + ⌈ttl_ms / 2⌉ has passed. Both edges, on Redis's clock.
+#[tokio::test]
+async fn ttl_ms_holds_at_both_edges_of_its_bound() {
+    const TTL: u64 = 4_000;
+    let part = committed::partition_ms(TTL);
+    let db = Db::Single(Redis::start());
+    let service = start(&db, Layout::Compact).await;
+    let c = Client {
+        http: Http::new(),
+        service: &service,
+    };
+    // Commit early in a partition, so the entry outlives c + ttl_ms by most of one.
+    let now = now_ms(&db);
+    until(&db, (now / part + 1) * part + 20).await;
+    let event = claim("t", "evt-ttl", "h1", TTL, 30_000);
+    assert_eq!(c.hit(&event).await["result"], "ok");
+    let committed_from = now_ms(&db);
+    c.promote(&event, "hook-ttl").await;
+    let committed_by = now_ms(&db);
+    // The entry's expiry is within the documented bound of its commit.
+    let series: Vec<String> = db
+        .keys("ankusa:{t}:committed:4000:*")
+        .into_iter()
+        .filter(|k| k.matches(':').count() == 4)
+        .collect();
+    assert_eq!(series.len(), 1, "{series:?}");
+    let expires: u64 = db.cli(&["PEXPIRETIME", &series[0]]).parse().expect("ms");
+    assert!(
+        expires > committed_from + TTL && expires <= committed_by + TTL + part,
+        "expires {expires}, committed in [{committed_from}, {committed_by}]"
+    );
+    assert_eq!(expires, committed::expiry_ms(committed_by, TTL));
+    // Lower edge: ttl_ms after the commit, still a duplicate.
+    until(&db, committed_by + TTL + 1).await;
+    let probe = claim("t", "evt-ttl", "h2", TTL, 30_000);
+    let answer = c.hit(&probe).await;
+    assert!(now_ms(&db) <= expires, "the probe came too late to tell");
+    assert_eq!(duplicate_of(&answer), Some("hook-ttl"), "{answer}");
+    // Upper edge: one partition past ttl_ms, free.
+    until(&db, committed_by + TTL + part + 1).await;
+    assert_eq!(c.hit(&probe).await["result"], "ok");
+    service.stop().await;
+}
+
+/// Events whose digests share their leading 32 bits (so one bucket) are kept
+/// apart by the rest of the digest: 112 bits in all.
+#[tokio::test]
+async fn events_sharing_a_bucket_are_never_taken_for_each_other() {
+    let first = |key: &str| {
+        let c: ankusa_core::wire::Claim =
+            serde_json::from_value(claim("t", key, "h", 3_600_000, 30_000)).expect("claim");
+        committed::digest(&c)
+    };
+    // Two keys whose digests share the first 2 bytes: the bucket of any partition under 2^16 buckets.
+    let base = first("k-0");
+    let twin = (1..200_000)
+        .map(|i| format!("k-{i}"))
+        .find(|k| first(k)[..2] == base[..2])
+        .expect("a key sharing 16 leading bits");
+    let db = Db::Single(Redis::start());
+    let service = start(&db, Layout::Compact).await;
+    let c = Client {
+        http: Http::new(),
+        service: &service,
+    };
+    c.store(&claim("t", "k-0", "h0", 3_600_000, 30_000), "hook-0")
+        .await;
+    assert_eq!(
+        c.hit(&claim("t", &twin, "h1", 3_600_000, 30_000)).await["result"],
+        "ok"
+    );
+    assert_eq!(
+        duplicate_of(&c.hit(&claim("t", "k-0", "h2", 3_600_000, 30_000)).await),
+        Some("hook-0")
+    );
+    service.stop().await;
+}
