@@ -17,6 +17,8 @@
 //! - [`wire`]: the JSON between filter and store, its checks and its paths.
 //! - [`config`]: the plugin configuration, parsed and validated.
 //! - [`verify`]: provider signatures (GitHub, Stripe, Shopify, Standard Webhooks, Svix, generic HMAC).
+//! - [`shell`]: what every shell does the same way around the state machine: the host trait,
+//!   effects performed, one hook's stream, batched hit calls, the root's tick.
 //!
 //! Every decision here runs inside the filter's VM, where a panic takes the
 //! worker down: `unwrap`, `expect` and `panic!` are denied outside tests.
@@ -30,5 +32,6 @@ pub mod fleet;
 pub mod hook;
 pub mod limit;
 pub mod node;
+pub mod shell;
 pub mod verify;
 pub mod wire;
