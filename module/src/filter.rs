@@ -1,0 +1,210 @@
+//! The module's filter: Envoy's HTTP filter hooks mapped onto the core's
+//! [`Stream`], exactly as the proxy-wasm filter maps its callbacks. Nothing
+//! here decides anything about admission.
+//!
+//! Envoy builds one [`ModuleConfig`] per filter configuration on its main
+//! thread and makes filters from it on every worker; the core's
+//! [`Worker`](ankusa_core::hook::worker::Worker) is one worker's state, so
+//! each worker thread builds its own [`Runtime`] from the configuration on
+//! first use, as each wasm VM does in `on_configure`.
+#![deny(unsafe_code)]
+
+use crate::abi::{Envoy, EnvoyConfig, StatId};
+use crate::host::{NativeHost, NativeStats, Runtime};
+use ankusa_core::config::Config;
+use ankusa_core::hook::machine::Flow;
+use ankusa_core::hook::reply::{self, LocalReply};
+use ankusa_core::shell::hook::Stream;
+use ankusa_core::shell::metrics::MetricIds;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Configurations made so far: each gets its own id, so a worker's runtime
+/// for an old one is never mistaken for a new one's.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The filter's configuration as Envoy handed it over, checked once, and
+/// the stats defined on Envoy's configuration for it.
+pub struct ModuleConfig {
+    id: u64,
+    bytes: Vec<u8>,
+    stats: NativeStats,
+    ids: MetricIds<StatId>,
+}
+
+impl ModuleConfig {
+    /// Checks the configuration with the core's own parser (and the signing
+    /// secrets it names in the environment) and keeps it for the workers.
+    /// Fleet scopes need the store, which this module doesn't call yet: a
+    /// configuration that uses it is refused, saying so, rather than run
+    /// degraded.
+    ///
+    /// Called on Envoy's main thread, where stats may be defined: every
+    /// metric is defined here, under the wasm filter's names.
+    pub fn new(bytes: &[u8], envoy: EnvoyConfig) -> Result<ModuleConfig, String> {
+        let stats = NativeStats(envoy);
+        let ids = MetricIds::define(&stats);
+        let runtime = Runtime::configure(bytes, stats, ids.clone())?;
+        refuse_store(runtime.config())?;
+        Ok(ModuleConfig {
+            id: GENERATION.fetch_add(1, Ordering::Relaxed),
+            bytes: bytes.to_vec(),
+            stats,
+            ids,
+        })
+    }
+}
+
+/// The native module answers node scopes only, so far.
+fn refuse_store(config: &Config) -> Result<(), String> {
+    if config.uses_store() || config.polls_overrides() {
+        return Err(
+            "rate_limits.scope / dedupe.scope \"fleet\" (or fleet overrides): the native \
+             module does not call the store yet; use node scopes, or the proxy-wasm filter"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// This worker's runtime per configuration id.
+    static RUNTIMES: RefCell<HashMap<u64, Rc<Runtime>>> = RefCell::new(HashMap::new());
+}
+
+/// This worker's runtime for `config`, built on first use (None: the
+/// configuration no longer holds here, e.g. a secret left the environment).
+fn runtime(config: &ModuleConfig) -> Option<Rc<Runtime>> {
+    RUNTIMES.with(|r| {
+        if let Some(rt) = r.borrow().get(&config.id) {
+            return Some(Rc::clone(rt));
+        }
+        match Runtime::configure(&config.bytes, config.stats, config.ids.clone()) {
+            Ok(rt) => {
+                let rt = Rc::new(rt);
+                let mut r = r.borrow_mut();
+                // One configuration in force per worker: an old one's runtime goes.
+                r.retain(|id, _| *id > config.id);
+                r.insert(config.id, Rc::clone(&rt));
+                Some(rt)
+            }
+            Err(message) => {
+                crate::abi::log(
+                    crate::abi::LOG_ERROR,
+                    &format!("ankusa: configuration refused on this worker: {message}"),
+                );
+                None
+            }
+        }
+    })
+}
+
+/// Stream ids on this worker (the batching seam keys parked hooks by them).
+static STREAMS: AtomicU64 = AtomicU64::new(1);
+
+/// One HTTP stream's filter.
+pub struct Filter {
+    /// None: the configuration didn't hold on this worker; every request is
+    /// answered 503 (not configured), as the wasm filter answers without one.
+    stream: Option<Stream<NativeHost>>,
+    /// A hook panicked: the request was answered 500 and nothing more is done.
+    failed: bool,
+}
+
+impl Filter {
+    pub fn new(config: &ModuleConfig) -> Filter {
+        let id = u32::try_from(STREAMS.fetch_add(1, Ordering::Relaxed) % u64::from(u32::MAX))
+            .unwrap_or(0);
+        let stream =
+            runtime(config).map(|rt| Stream::new(Some(NativeHost::new(rt))).in_context(id));
+        Filter {
+            stream,
+            failed: false,
+        }
+    }
+
+    /// The stream's host, pointed at the hook's Envoy filter.
+    fn enter(&mut self, envoy: Envoy, in_body: bool) -> Option<&mut Stream<NativeHost>> {
+        if self.failed {
+            return None;
+        }
+        let stream = self.stream.as_mut()?;
+        if let Some(host) = stream.host() {
+            host.enter(envoy, in_body);
+        }
+        Some(stream)
+    }
+
+    pub fn request_headers(&mut self, envoy: Envoy, end_of_stream: bool) -> Flow {
+        if self.stream.is_none() && !self.failed {
+            send(envoy, &reply::not_configured());
+            return Flow::Pause;
+        }
+        match self.enter(envoy, false) {
+            Some(stream) => stream.on_request_headers(end_of_stream),
+            None => Flow::Pause,
+        }
+    }
+
+    pub fn request_body(&mut self, envoy: Envoy, end_of_stream: bool) -> Flow {
+        match self.enter(envoy, true) {
+            Some(stream) => {
+                let size = stream.host().map_or(0, NativeHost::body_len);
+                stream.on_request_body(size, end_of_stream)
+            }
+            None => Flow::Pause,
+        }
+    }
+
+    pub fn request_trailers(&mut self, envoy: Envoy) -> Flow {
+        match self.enter(envoy, false) {
+            Some(stream) => stream.on_request_trailers(),
+            None => Flow::Pause,
+        }
+    }
+
+    pub fn response_headers(&mut self, envoy: Envoy) {
+        if let Some(stream) = self.enter(envoy, false) {
+            stream.on_response_headers();
+        }
+    }
+
+    pub fn stream_complete(&mut self, envoy: Envoy) {
+        if let Some(stream) = self.enter(envoy, false) {
+            stream.on_stream_end();
+        }
+    }
+
+    /// A hook panicked: the request is answered 500 (once) and never
+    /// forwarded; the stream's state is dropped with what it held.
+    pub fn fail_closed(&mut self, envoy: Envoy) {
+        if self.failed {
+            return;
+        }
+        self.failed = true;
+        self.stream = None;
+        send(
+            envoy,
+            &LocalReply {
+                status: 500,
+                body: r#"{"error":"internal"}"#.into(),
+                retry_after: Some(1),
+                headers: Vec::new(),
+            },
+        );
+    }
+}
+
+/// A local reply: JSON, with `Retry-After` when it says when to come back,
+/// and its rate-limit headers (as the wasm filter sends it).
+pub fn send(envoy: Envoy, reply: &LocalReply) {
+    let retry = reply.retry_after.map(|s| s.to_string());
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(r) = &retry {
+        headers.push(("retry-after", r.as_str()));
+    }
+    headers.extend(reply.headers.iter().map(|(k, v)| (*k, v.as_str())));
+    envoy.send_response(reply.status, &headers, reply.body.as_bytes(), "ankusa");
+}
