@@ -11,6 +11,7 @@
 //! - [`batch`]: a worker's micro-batched fleet hits: the hooks parked for the worker's next call.
 //! - [`batch_call`]: the root's batched hit calls for those hooks, and each hook's share of the answer.
 //! - [`metrics`]: the edge's stats by name, and what each metric delta writes, over the host's [`metrics::Stats`].
+//! - [`native`]: what the native module serves so far (node scopes).
 //! - [`tick`]: the root's tick period, set on the host when it changes.
 
 pub mod batch;
@@ -18,4 +19,5 @@ pub mod batch_call;
 pub mod hook;
 pub mod host;
 pub mod metrics;
+pub mod native;
 pub mod tick;

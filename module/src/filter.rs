@@ -11,11 +11,11 @@
 
 use crate::abi::{Envoy, EnvoyConfig, StatId};
 use crate::host::{NativeHost, NativeStats, Runtime};
-use ankusa_core::config::Config;
 use ankusa_core::hook::machine::Flow;
 use ankusa_core::hook::reply::{self, LocalReply};
 use ankusa_core::shell::hook::Stream;
 use ankusa_core::shell::metrics::MetricIds;
+use ankusa_core::shell::native;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -39,7 +39,7 @@ impl ModuleConfig {
     /// secrets it names in the environment) and keeps it for the workers.
     /// Fleet scopes need the store, which this module doesn't call yet: a
     /// configuration that uses it is refused, saying so, rather than run
-    /// degraded.
+    /// degraded ([`native::serves`]).
     ///
     /// Called on Envoy's main thread, where stats may be defined: every
     /// metric is defined here, under the wasm filter's names.
@@ -47,7 +47,7 @@ impl ModuleConfig {
         let stats = NativeStats(envoy);
         let ids = MetricIds::define(&stats);
         let runtime = Runtime::configure(bytes, stats, ids.clone())?;
-        refuse_store(runtime.config())?;
+        native::serves(runtime.config())?;
         Ok(ModuleConfig {
             id: GENERATION.fetch_add(1, Ordering::Relaxed),
             bytes: bytes.to_vec(),
@@ -55,18 +55,6 @@ impl ModuleConfig {
             ids,
         })
     }
-}
-
-/// The native module answers node scopes only, so far.
-fn refuse_store(config: &Config) -> Result<(), String> {
-    if config.uses_store() || config.polls_overrides() {
-        return Err(
-            "rate_limits.scope / dedupe.scope \"fleet\" (or fleet overrides): the native \
-             module does not call the store yet; use node scopes, or the proxy-wasm filter"
-                .into(),
-        );
-    }
-    Ok(())
 }
 
 thread_local! {

@@ -178,3 +178,20 @@ fn a_module_built_for_another_abi_is_refused_at_start_naming_the_symbol() {
         "{text}"
     );
 }
+
+#[test]
+fn the_shipped_native_bootstrap_loads_the_module_in_envoys_validation() {
+    let file = paths::workspace_root().join("envoy/edge-native.yaml");
+    let folder = Shell::Native.search_path().unwrap();
+    let mut env = vec![(SEARCH_PATH_ENV.to_string(), folder.display().to_string())];
+    // The module reads the secrets the configuration names when it loads.
+    let without_secrets = envoy::validate_with_env(&file, &env).unwrap_err();
+    assert!(
+        without_secrets.contains("ankusa: configuration refused")
+            && without_secrets.contains("ANKUSA_GH_SECRET"),
+        "{without_secrets}"
+    );
+    env.push(("ANKUSA_GH_SECRET".into(), "gh-secret".into()));
+    env.push(("ANKUSA_STRIPE_SECRET".into(), "stripe-secret".into()));
+    envoy::validate_with_env(&file, &env).unwrap();
+}
