@@ -1,58 +1,27 @@
 //! The subset of Envoy's dynamic-module ABI this module uses, bound by hand
 //! from the published header of the Envoy we pin (1.40.0,
-//! `source/extensions/dynamic_modules/abi/abi.h`): its types, the callbacks
-//! we call, and the event hooks we export. The only file with `unsafe`.
-//!
-//! Every exported hook catches a panic ([`std::panic::catch_unwind`]; the
-//! `.so` is built with `panic = "unwind"`, profile `release-native`) and
-//! fails closed: the request is answered 500 and never forwarded, as a
-//! crashed wasm VM leaves it. No panic crosses the FFI boundary.
+//! `source/extensions/dynamic_modules/abi/abi.h`): its types and the
+//! callbacks we call, behind safe handles ([`Envoy`], [`EnvoyConfig`]). The
+//! event hooks we export are [`crate::hooks`]; these two files are the ABI
+//! layer, the only ones with `unsafe`.
 //!
 //! The callbacks Envoy exports are resolved when the `.so` is loaded (it is
 //! linked with `-z now`, see `build.rs`): an Envoy that lacks one refuses the
 //! module at start naming the symbol, rather than failing on first use.
-//! `abi_symbols_exist_in_the_pinned_envoy` (tests/e2e) checks every name
-//! below against the binary's dynamic symbols.
+//! `native::every_callback_the_module_calls_is_exported_by_the_pinned_envoy`
+//! (tests/e2e) checks every callback the built `.so` imports against the
+//! binary's dynamic symbols.
 //!
 //! Under `cfg(test)` the callbacks are a fake Envoy in memory ([`fake`]),
 //! so the hooks' unit tests run the real exported functions without Envoy.
-//
-// The exported hooks take Envoy's pointers as the ABI defines them; Envoy
-// calls them, never Rust code (bar the unit tests), so they can't be `unsafe fn`.
-#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use crate::filter::{Filter, ModuleConfig};
-use ankusa_core::hook::machine::Flow;
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The ABI version this module was written against, returned by
 /// `envoy_dynamic_module_on_program_init`. Envoy 1.40.0 logs "Dynamic module
 /// ABI version … matched." when it is its own; see docs/deploy.md for
 /// matching versions.
 pub const ABI_VERSION: &[u8] = b"v0.2.0\0";
-
-/// Every callback the module calls: checked against the pinned Envoy's
-/// dynamic symbols by the end-to-end suite.
-pub const CALLBACKS: &[&str] = &[
-    "envoy_dynamic_module_callback_log",
-    "envoy_dynamic_module_callback_http_get_headers_size",
-    "envoy_dynamic_module_callback_http_get_headers",
-    "envoy_dynamic_module_callback_http_set_header",
-    "envoy_dynamic_module_callback_http_add_header",
-    "envoy_dynamic_module_callback_http_send_response",
-    "envoy_dynamic_module_callback_http_get_body_chunks_size",
-    "envoy_dynamic_module_callback_http_get_body_chunks",
-    "envoy_dynamic_module_callback_http_received_buffered_request_body",
-    "envoy_dynamic_module_callback_http_filter_continue_decoding",
-    "envoy_dynamic_module_callback_http_set_filter_state_bytes",
-    "envoy_dynamic_module_callback_http_filter_config_define_counter",
-    "envoy_dynamic_module_callback_http_filter_config_define_gauge",
-    "envoy_dynamic_module_callback_http_filter_config_define_histogram",
-    "envoy_dynamic_module_callback_http_filter_config_increment_counter",
-    "envoy_dynamic_module_callback_http_filter_config_set_gauge",
-    "envoy_dynamic_module_callback_http_filter_config_record_histogram_value",
-];
 
 /// `envoy_dynamic_module_type_envoy_buffer` / `_module_buffer`: bytes and their length.
 #[repr(C)]
@@ -68,7 +37,7 @@ impl Buffer {
         len: 0,
     };
 
-    fn of(bytes: &[u8]) -> Buffer {
+    pub(crate) fn of(bytes: &[u8]) -> Buffer {
         Buffer {
             ptr: bytes.as_ptr(),
             len: bytes.len(),
@@ -79,7 +48,7 @@ impl Buffer {
     ///
     /// # Safety
     /// `ptr` is null or points at `len` readable bytes for the hook's length.
-    unsafe fn bytes<'a>(self) -> &'a [u8] {
+    pub(crate) unsafe fn bytes<'a>(self) -> &'a [u8] {
         if self.ptr.is_null() || self.len == 0 {
             return &[];
         }
@@ -105,18 +74,6 @@ const BUFFERED_REQUEST_BODY: u32 = 1;
 pub const LOG_INFO: u32 = 2;
 pub const LOG_WARN: u32 = 3;
 pub const LOG_ERROR: u32 = 4;
-/// `…_request_headers_status`: Continue, StopIteration.
-const HEADERS_CONTINUE: u32 = 0;
-const HEADERS_STOP: u32 = 1;
-/// `…_request_body_status`: Continue, StopIterationAndBuffer.
-const BODY_CONTINUE: u32 = 0;
-const BODY_STOP_AND_BUFFER: u32 = 1;
-/// `…_request_trailers_status` (and the response's): Continue, StopIteration.
-const TRAILERS_CONTINUE: u32 = 0;
-const TRAILERS_STOP: u32 = 1;
-/// `…_local_reply_status`: Continue.
-const LOCAL_REPLY_CONTINUE: u32 = 0;
-
 #[cfg(not(test))]
 mod sys {
     use super::{Buffer, Header};
@@ -232,7 +189,7 @@ pub fn log(level: u32, message: &str) {
 /// the same pointer to every hook of the stream, and the module calls back
 /// only from within those hooks.
 #[derive(Clone, Copy, Debug)]
-pub struct Envoy(*mut c_void);
+pub struct Envoy(pub(crate) *mut c_void);
 
 impl Envoy {
     /// Every header of `kind` as (name, value bytes).
@@ -309,6 +266,38 @@ impl Envoy {
         body
     }
 
+    /// The request body's length so far (as [`Envoy::request_body`] would
+    /// read it), without copying it.
+    pub fn request_body_len(self, received: bool) -> usize {
+        let mut len = self.chunks_len(BUFFERED_REQUEST_BODY);
+        // SAFETY: a plain query on the live filter.
+        let same = unsafe {
+            sys::envoy_dynamic_module_callback_http_received_buffered_request_body(self.0)
+        };
+        if received && !same {
+            len += self.chunks_len(RECEIVED_REQUEST_BODY);
+        }
+        len
+    }
+
+    fn chunks_len(self, kind: u32) -> usize {
+        // SAFETY: `out` has room for the count Envoy reported; only lengths are read.
+        unsafe {
+            let n = sys::envoy_dynamic_module_callback_http_get_body_chunks_size(self.0, kind);
+            let mut out = vec![Buffer::EMPTY; n];
+            if n == 0
+                || !sys::envoy_dynamic_module_callback_http_get_body_chunks(
+                    self.0,
+                    kind,
+                    out.as_mut_ptr(),
+                )
+            {
+                return 0;
+            }
+            out.iter().map(|b| b.len).sum()
+        }
+    }
+
     fn chunks(self, kind: u32) -> Vec<u8> {
         // SAFETY: `out` has room for the count Envoy reported.
         unsafe {
@@ -380,7 +369,7 @@ const METRICS_SUCCESS: u32 = 0;
 /// defined on it (on Envoy's main thread) and written through it from any
 /// worker (Envoy's stats are atomic).
 #[derive(Clone, Copy, Debug)]
-pub struct EnvoyConfig(*mut c_void);
+pub struct EnvoyConfig(pub(crate) *mut c_void);
 
 // SAFETY: Envoy's filter configuration outlives every filter made from it,
 // and the stat calls made through it are thread-safe on Envoy's side.
@@ -448,429 +437,3 @@ impl EnvoyConfig {
         };
     }
 }
-
-/// Runs a hook's body; a panic is caught, logged, and becomes `failed`.
-fn guarded<R>(hook: &str, failed: impl FnOnce() -> R, body: impl FnOnce() -> R) -> R {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(r) => r,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            log(
-                LOG_ERROR,
-                &format!("ankusa: panic in {hook}, failing closed: {what}"),
-            );
-            failed()
-        }
-    }
-}
-
-/// The in-module filter behind `filter_module_ptr`.
-///
-/// # Safety
-/// `ptr` came from `envoy_dynamic_module_on_http_filter_new` and is not destroyed yet.
-unsafe fn filter<'a>(ptr: *const c_void) -> &'a mut Filter {
-    &mut *(ptr as *mut Filter)
-}
-
-/// A request hook's panic: answered 500 once, never forwarded.
-fn fail_closed(envoy: Envoy, module: *const c_void) {
-    // SAFETY: the hook's own filter pointer.
-    let filter = unsafe { filter(module) };
-    filter.fail_closed(envoy);
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_program_init() -> *const u8 {
-    ABI_VERSION.as_ptr()
-}
-
-/// The filter's configuration: parsed by the core's own parser; a bad one
-/// is refused (null), the field named in Envoy's log.
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
-    config_envoy: *mut c_void,
-    _name: Buffer,
-    config: Buffer,
-) -> *const c_void {
-    guarded("config_new", std::ptr::null, || {
-        // SAFETY: Envoy lends the config bytes for this call.
-        let bytes = unsafe { config.bytes() };
-        match ModuleConfig::new(bytes, EnvoyConfig(config_envoy)) {
-            Ok(config) => Box::into_raw(Box::new(config)) as *const c_void,
-            Err(message) => {
-                log(
-                    LOG_ERROR,
-                    &format!("ankusa: configuration refused: {message}"),
-                );
-                std::ptr::null()
-            }
-        }
-    })
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_destroy(config: *const c_void) {
-    guarded(
-        "config_destroy",
-        || (),
-        || {
-            if !config.is_null() {
-                // SAFETY: made by config_new's Box::into_raw, destroyed once.
-                drop(unsafe { Box::from_raw(config as *mut ModuleConfig) });
-            }
-        },
-    )
-}
-
-/// Per-route configuration isn't used: a route that sets one is refused.
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_per_route_config_new(
-    _name: Buffer,
-    _config: Buffer,
-) -> *const c_void {
-    log(
-        LOG_ERROR,
-        "ankusa: per-route configuration is not supported; configure the filter itself",
-    );
-    std::ptr::null()
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_per_route_config_destroy(
-    _config: *const c_void,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_new(
-    config: *const c_void,
-    _envoy: *mut c_void,
-) -> *const c_void {
-    guarded("filter_new", std::ptr::null, || {
-        if config.is_null() {
-            return std::ptr::null();
-        }
-        // SAFETY: config_new's pointer, alive while Envoy makes filters from it.
-        let config = unsafe { &*(config as *const ModuleConfig) };
-        Box::into_raw(Box::new(Filter::new(config))) as *const c_void
-    })
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_destroy(module: *const c_void) {
-    guarded(
-        "filter_destroy",
-        || (),
-        || {
-            if !module.is_null() {
-                // SAFETY: made by filter_new's Box::into_raw, destroyed once.
-                drop(unsafe { Box::from_raw(module as *mut Filter) });
-            }
-        },
-    )
-}
-
-fn headers_status(flow: Flow) -> u32 {
-    match flow {
-        Flow::Continue => HEADERS_CONTINUE,
-        Flow::Pause => HEADERS_STOP,
-    }
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
-    envoy: *mut c_void,
-    module: *const c_void,
-    end_of_stream: bool,
-) -> u32 {
-    let envoy = Envoy(envoy);
-    guarded(
-        "request_headers",
-        || {
-            fail_closed(envoy, module);
-            HEADERS_STOP
-        },
-        || {
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            headers_status(filter.request_headers(envoy, end_of_stream))
-        },
-    )
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
-    envoy: *mut c_void,
-    module: *const c_void,
-    end_of_stream: bool,
-) -> u32 {
-    let envoy = Envoy(envoy);
-    guarded(
-        "request_body",
-        || {
-            fail_closed(envoy, module);
-            BODY_STOP_AND_BUFFER
-        },
-        || {
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            match filter.request_body(envoy, end_of_stream) {
-                Flow::Continue => BODY_CONTINUE,
-                Flow::Pause => BODY_STOP_AND_BUFFER,
-            }
-        },
-    )
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(
-    envoy: *mut c_void,
-    module: *const c_void,
-) -> u32 {
-    let envoy = Envoy(envoy);
-    guarded(
-        "request_trailers",
-        || {
-            fail_closed(envoy, module);
-            TRAILERS_STOP
-        },
-        || {
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            match filter.request_trailers(envoy) {
-                Flow::Continue => TRAILERS_CONTINUE,
-                Flow::Pause => TRAILERS_STOP,
-            }
-        },
-    )
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
-    envoy: *mut c_void,
-    module: *const c_void,
-    _end_of_stream: bool,
-) -> u32 {
-    let envoy = Envoy(envoy);
-    guarded(
-        "response_headers",
-        || HEADERS_CONTINUE,
-        || {
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            filter.response_headers(envoy);
-            HEADERS_CONTINUE
-        },
-    )
-}
-
-/// A response exists only for a request already decided: it goes on.
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_response_body(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-    _end_of_stream: bool,
-) -> u32 {
-    BODY_CONTINUE
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_response_trailers(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-) -> u32 {
-    TRAILERS_CONTINUE
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(
-    envoy: *mut c_void,
-    module: *const c_void,
-) {
-    let envoy = Envoy(envoy);
-    guarded(
-        "stream_complete",
-        || (),
-        || {
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            filter.stream_complete(envoy);
-        },
-    )
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_local_reply(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-    _status: u32,
-    _details: Buffer,
-    _reset_imminent: bool,
-) -> u32 {
-    LOCAL_REPLY_CONTINUE
-}
-
-// The hooks below belong to features the module doesn't use (store calls
-// are refused at configuration, see `filter.rs`): they are exported so an
-// Envoy that looks them up finds them, and do nothing.
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-    _callout_id: u64,
-    _result: u32,
-    _headers: *mut Header,
-    _headers_len: usize,
-    _body: *mut Buffer,
-    _body_len: usize,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-    _event_id: u64,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_scheduled(
-    _config_envoy: *mut c_void,
-    _config: *const c_void,
-    _event_id: u64,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_downstream_above_write_buffer_high_watermark(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_downstream_below_write_buffer_low_watermark(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_headers(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-    _stream_id: u64,
-    _headers: *mut Header,
-    _headers_len: usize,
-    _end_stream: bool,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_data(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-    _stream_id: u64,
-    _data: *const Buffer,
-    _data_len: usize,
-    _end_stream: bool,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_trailers(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-    _stream_id: u64,
-    _trailers: *mut Header,
-    _trailers_len: usize,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_complete(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-    _stream_id: u64,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_reset(
-    _envoy: *mut c_void,
-    _module: *const c_void,
-    _stream_id: u64,
-    _reason: u32,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_http_callout_done(
-    _config_envoy: *mut c_void,
-    _config: *const c_void,
-    _callout_id: u64,
-    _result: u32,
-    _headers: *mut Header,
-    _headers_len: usize,
-    _body: *mut Buffer,
-    _body_len: usize,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_http_stream_headers(
-    _config_envoy: *mut c_void,
-    _config: *const c_void,
-    _stream_id: u64,
-    _headers: *mut Header,
-    _headers_len: usize,
-    _end_stream: bool,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_http_stream_data(
-    _config_envoy: *mut c_void,
-    _config: *const c_void,
-    _stream_id: u64,
-    _data: *const Buffer,
-    _data_len: usize,
-    _end_stream: bool,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_http_stream_trailers(
-    _config_envoy: *mut c_void,
-    _config: *const c_void,
-    _stream_id: u64,
-    _trailers: *mut Header,
-    _trailers_len: usize,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_http_stream_complete(
-    _config_envoy: *mut c_void,
-    _config: *const c_void,
-    _stream_id: u64,
-) {
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_http_stream_reset(
-    _config_envoy: *mut c_void,
-    _config: *const c_void,
-    _stream_id: u64,
-    _reason: u32,
-) {
-}
-
-#[cfg(test)]
-mod tests;

@@ -9,8 +9,8 @@
 //! first use, as each wasm VM does in `on_configure`.
 #![deny(unsafe_code)]
 
-use crate::abi::{Envoy, EnvoyConfig, StatId};
-use crate::host::{NativeHost, NativeStats, Runtime};
+use crate::abi::{self, Envoy, EnvoyConfig, StatId};
+use crate::host::{send_reply, NativeHost, NativeStats, Runtime};
 use ankusa_core::hook::machine::Flow;
 use ankusa_core::hook::reply::{self, LocalReply};
 use ankusa_core::shell::hook::Stream;
@@ -79,8 +79,8 @@ fn runtime(config: &ModuleConfig) -> Option<Rc<Runtime>> {
                 Some(rt)
             }
             Err(message) => {
-                crate::abi::log(
-                    crate::abi::LOG_ERROR,
+                abi::log(
+                    abi::LOG_ERROR,
                     &format!("ankusa: configuration refused on this worker: {message}"),
                 );
                 None
@@ -127,7 +127,7 @@ impl Filter {
 
     pub fn request_headers(&mut self, envoy: Envoy, end_of_stream: bool) -> Flow {
         if self.stream.is_none() && !self.failed {
-            send(envoy, &reply::not_configured());
+            send_reply(envoy, &reply::not_configured());
             return Flow::Pause;
         }
         match self.enter(envoy, false) {
@@ -173,7 +173,7 @@ impl Filter {
         }
         self.failed = true;
         self.stream = None;
-        send(
+        send_reply(
             envoy,
             &LocalReply {
                 status: 500,
@@ -183,16 +183,4 @@ impl Filter {
             },
         );
     }
-}
-
-/// A local reply: JSON, with `Retry-After` when it says when to come back,
-/// and its rate-limit headers (as the wasm filter sends it).
-pub fn send(envoy: Envoy, reply: &LocalReply) {
-    let retry = reply.retry_after.map(|s| s.to_string());
-    let mut headers = vec![("content-type", "application/json")];
-    if let Some(r) = &retry {
-        headers.push(("retry-after", r.as_str()));
-    }
-    headers.extend(reply.headers.iter().map(|(k, v)| (*k, v.as_str())));
-    envoy.send_response(reply.status, &headers, reply.body.as_bytes(), "ankusa");
 }

@@ -152,7 +152,7 @@ impl NativeHost {
 
     /// The request body's bytes so far.
     pub fn body_len(&self) -> usize {
-        self.with_envoy(0, |e| e.request_body(self.in_body.get()).len())
+        self.with_envoy(0, |e| e.request_body_len(self.in_body.get()))
     }
 }
 
@@ -237,7 +237,7 @@ impl Host for NativeHost {
     }
 
     fn reply(&self, reply: &LocalReply) {
-        self.with_envoy((), |e| crate::filter::send(e, reply))
+        self.with_envoy((), |e| send_reply(e, reply))
     }
 
     /// Never reached: a stream without a runtime is answered by the filter
@@ -274,6 +274,18 @@ impl Host for NativeHost {
         };
         abi::log(level, line);
     }
+}
+
+/// A local reply: JSON, with `Retry-After` when it says when to come back,
+/// and its rate-limit headers (as the wasm filter sends it).
+pub fn send_reply(envoy: Envoy, reply: &LocalReply) {
+    let retry = reply.retry_after.map(|s| s.to_string());
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(r) = &retry {
+        headers.push(("retry-after", r.as_str()));
+    }
+    headers.extend(reply.headers.iter().map(|(k, v)| (*k, v.as_str())));
+    envoy.send_response(reply.status, &headers, reply.body.as_bytes(), "ankusa");
 }
 
 #[cfg(test)]

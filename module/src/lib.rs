@@ -2,12 +2,13 @@
 //! (`envoy.filters.http.dynamic_modules`): the same core as the proxy-wasm
 //! filter, a second shell over [`ankusa_core::shell`].
 //!
-//! - [`abi`]: the dynamic-module ABI of the pinned Envoy, bound by hand; the
-//!   exported hooks, each catching a panic and failing closed. The only
-//!   file with `unsafe`.
+//! - [`abi`]: the dynamic-module ABI of the pinned Envoy, bound by hand, behind
+//!   safe handles.
+//! - [`hooks`]: the event hooks exported to Envoy, each catching a panic and
+//!   failing closed. With [`abi`], the ABI layer: the only files with `unsafe`.
 //! - [`filter`]: the configuration (the core's parser) and one stream's
 //!   filter: Envoy's hooks onto the core's stream.
-//! - [`host`]: the core's host over the ABI, and a worker's runtime.
+//! - [`host`]: the core's host over the ABI, local replies, and a worker's runtime.
 //!
 //! So far the module answers node scopes (rate limits and dedupe on the
 //! node alone); a configuration with a fleet scope is refused at start.
@@ -22,4 +23,6 @@
 #[allow(unsafe_code)]
 pub mod abi;
 pub mod filter;
+#[allow(unsafe_code)]
+pub mod hooks;
 pub mod host;

@@ -2,8 +2,8 @@
 //! parser, a whole hook's life, local replies, the published decision, and a
 //! panic caught at the boundary and failed closed.
 
-use super::fake::{self, Fake};
 use super::*;
+use crate::abi::fake::{self, Fake};
 use std::ffi::CStr;
 
 const NODE: &str = r#"{"node":"edge-1",
@@ -184,6 +184,44 @@ fn a_panic_in_a_hook_is_caught_and_fails_the_request_closed() {
     let body = envoy_dynamic_module_on_http_filter_request_body(ENVOY, filter, true);
     assert_eq!(body, BODY_STOP_AND_BUFFER);
     assert_eq!(fake::with(|f| (f.sent.len(), f.continued)), (1, 0));
+    envoy_dynamic_module_on_http_filter_stream_complete(ENVOY, filter);
+    envoy_dynamic_module_on_http_filter_destroy(filter);
+    envoy_dynamic_module_on_http_filter_config_destroy(config);
+}
+
+#[test]
+fn a_body_arriving_in_chunks_is_read_whole_buffered_and_received() {
+    let config = config(
+        // A tenant of its own: the node's buckets are process-wide, shared
+        // with the other tests' hooks.
+        r#"{"sources":{"stripe":{"tenant":"chunked","dedupe":{"json":"id"}}},
+            "rate_limits":{"default":{"rate":100,"burst":100}}}"#,
+    );
+    assert!(!config.is_null());
+    reset(&[
+        (":path", "/webhooks/stripe"),
+        (":method", "POST"),
+        ("content-type", "application/json"),
+    ]);
+    let filter = envoy_dynamic_module_on_http_filter_new(config, ENVOY);
+    // The event key is in the body: the headers wait for it.
+    let status = envoy_dynamic_module_on_http_filter_request_headers(ENVOY, filter, false);
+    assert_eq!(status, HEADERS_STOP);
+    fake::with(|f| f.received = br#"{"id":"evt_"#.to_vec());
+    let first = envoy_dynamic_module_on_http_filter_request_body(ENVOY, filter, false);
+    assert_eq!(first, BODY_STOP_AND_BUFFER, "held until the body is all in");
+    // Envoy buffered the first chunk; the last one arrives.
+    fake::with(|f| {
+        f.buffered = std::mem::take(&mut f.received);
+        f.received = br#"1"}"#.to_vec();
+    });
+    let last = envoy_dynamic_module_on_http_filter_request_body(ENVOY, filter, true);
+    assert_eq!(last, BODY_CONTINUE, "{:?}", fake::with(|f| f.sent.clone()));
+    let decision = decision();
+    assert!(
+        decision.starts_with("outcome=admitted") && decision.contains("key=evt_1"),
+        "{decision}"
+    );
     envoy_dynamic_module_on_http_filter_stream_complete(ENVOY, filter);
     envoy_dynamic_module_on_http_filter_destroy(filter);
     envoy_dynamic_module_on_http_filter_config_destroy(config);
