@@ -51,7 +51,7 @@ step "end-to-end tests through the native module (node scopes; the module makes 
 ANKUSA_SHELL=native cargo test -p ankusa-tests --test e2e --no-fail-fast -- \
   native:: edge_node:: edge_verify::each_scheme edge_verify::a_rotated_out edge_verify::no_secret \
   edge_quota::a_node_bytes_quota edge_rate_headers::node_answers edge_reload::a_node_reload \
-  edge_node_overrides::an_edge_without_a_store
+  edge_node_overrides::an_edge_without_a_store hostile::hostile_requests_through_node_scopes
 
 step "compose: the stack built offline and run for real, the mock provider, the quick fault rows across hosts"
 # Debug binaries in the images: the workspace build above already made them
