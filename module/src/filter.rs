@@ -11,6 +11,7 @@
 
 use crate::abi::{self, Envoy, EnvoyConfig, StatId};
 use crate::host::{send_reply, NativeHost, NativeStats, Runtime};
+use ankusa_core::config::Config;
 use ankusa_core::hook::machine::Flow;
 use ankusa_core::hook::reply::{self, LocalReply};
 use ankusa_core::shell::hook::Stream;
@@ -44,10 +45,13 @@ impl ModuleConfig {
     /// Called on Envoy's main thread, where stats may be defined: every
     /// metric is defined here, under the wasm filter's names.
     pub fn new(bytes: &[u8], envoy: EnvoyConfig) -> Result<ModuleConfig, String> {
+        // What the module serves is checked before the runtime touches the
+        // node's buckets (a reload resets the changed tenants').
+        let config = Config::parse(bytes).map_err(|e| e.to_string())?;
+        native::serves(&config)?;
         let stats = NativeStats(envoy);
         let ids = MetricIds::define(&stats);
-        let runtime = Runtime::configure(bytes, stats, ids.clone())?;
-        native::serves(runtime.config())?;
+        Runtime::configure(bytes, stats, ids.clone())?;
         Ok(ModuleConfig {
             id: GENERATION.fetch_add(1, Ordering::Relaxed),
             bytes: bytes.to_vec(),

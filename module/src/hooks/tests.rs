@@ -87,6 +87,8 @@ fn a_bad_configuration_is_refused_with_the_field_named() {
 fn a_fleet_scope_is_refused_until_the_module_calls_the_store() {
     reset(&[]);
     assert!(config(FLEET).is_null());
+    // Refused before anything is defined or the node's buckets touched.
+    assert!(fake::with(|f| f.stats.is_empty()));
     let logs = fake::with(|f| f.logs.clone());
     assert!(
         logs.iter().any(|(_, line)| line.contains("fleet")),
