@@ -1,9 +1,10 @@
 //! Every decision an Ankusa edge makes, with no host attached.
 //!
 //! Nothing here touches a clock, a socket or proxy-wasm: "now" and randomness
-//! are arguments, shared state sits behind a compare-and-swap trait. The filter
-//! links this crate into wasm, the store service natively, and its tests run in
-//! both (`wasm-bindgen-test` under Node).
+//! are arguments, shared state sits behind a compare-and-swap trait, the host
+//! behind the shell layer's traits. The filter links this crate into wasm, the
+//! native module and the store service natively, and its tests run in both
+//! (`wasm-bindgen-test` under Node).
 //!
 //! - [`hook`]: one hook's life as a state machine (events in, effects out), with its request
 //!   rules, routes, event keys, hook ids, shadow mode, scope plan, replies, settle and
