@@ -34,8 +34,11 @@ bash scripts/check-deploy.sh
 step "build: binaries, the filter, the benchmark's floor filters and the native module"
 cargo build --workspace --bins
 cargo build -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout --target wasm32-wasip1 --release
-# panic = unwind: each exported hook catches a panic and fails closed.
+# panic = unwind: each exported hook catches a panic and fails closed. The
+# release profile's (panic = abort) build is what tests/e2e/native.rs checks
+# refuses to load.
 cargo build -p ankusa-module --profile release-native
+cargo build -p ankusa-module --release
 
 step "core tests, native"
 cargo test -p ankusa-core

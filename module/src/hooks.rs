@@ -64,8 +64,19 @@ fn fail_closed(envoy: Envoy, module: *const c_void) {
     filter.fail_closed(envoy);
 }
 
+/// The module's ABI version, for Envoy's check at load. A build whose panics
+/// abort (the workspace's `release` profile, not `release-native`) could
+/// not fail a hook closed: it refuses to load instead (null), saying why.
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_program_init() -> *const u8 {
+    if cfg!(panic = "abort") {
+        abi::log(
+            LOG_ERROR,
+            "ankusa: this libankusa_module.so was built with panic = \"abort\"; build it with \
+             `cargo build -p ankusa-module --profile release-native`",
+        );
+        return std::ptr::null();
+    }
     ABI_VERSION.as_ptr()
 }
 

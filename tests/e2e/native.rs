@@ -195,3 +195,31 @@ fn the_shipped_native_bootstrap_loads_the_module_in_envoys_validation() {
     env.push(("ANKUSA_STRIPE_SECRET".into(), "stripe-secret".into()));
     envoy::validate_with_env(&file, &env).unwrap();
 }
+
+/// The module as the workspace's `release` profile builds it (`panic =
+/// "abort"`): it couldn't fail a hook closed, so it refuses to load.
+#[test]
+fn a_module_whose_panics_abort_refuses_to_load_saying_how_to_build_it() {
+    let aborting = paths::target_dir().join("release/libankusa_module.so");
+    assert!(
+        aborting.exists(),
+        "{} is missing: run `cargo build -p ankusa-module --release` (scripts/test.sh does)",
+        aborting.display()
+    );
+    let file = paths::workspace_root().join("envoy/edge-native.yaml");
+    let env = vec![
+        (
+            SEARCH_PATH_ENV.to_string(),
+            aborting.parent().unwrap().display().to_string(),
+        ),
+        ("ANKUSA_GH_SECRET".into(), "gh-secret".into()),
+        ("ANKUSA_STRIPE_SECRET".into(), "stripe-secret".into()),
+    ];
+    let refused = envoy::validate_with_env(&file, &env).unwrap_err();
+    assert!(
+        refused.contains("built with panic = \"abort\"")
+            && refused.contains("--profile release-native")
+            && refused.contains("envoy_dynamic_module_on_program_init returned null"),
+        "{refused}"
+    );
+}
