@@ -12,7 +12,7 @@
 //! (tests/e2e) checks every callback the built `.so` imports against the
 //! binary's dynamic symbols.
 //!
-//! Under `cfg(test)` the callbacks are a fake Envoy in memory ([`fake`]),
+//! Under `cfg(test)` the callbacks are a fake Envoy in memory (`abi/fake.rs`),
 //! so the hooks' unit tests run the real exported functions without Envoy.
 
 use std::ffi::c_void;
@@ -178,6 +178,24 @@ pub mod fake;
 #[cfg(test)]
 use fake as sys;
 
+/// What Envoy fills into an array the module sizes: `size` items of
+/// `empty`, handed to `fill` (false or none: nothing).
+///
+/// # Safety
+/// `fill` writes at most the count `size` returned.
+unsafe fn filled<T: Clone>(
+    empty: T,
+    size: impl FnOnce() -> usize,
+    fill: impl FnOnce(*mut T) -> bool,
+) -> Vec<T> {
+    let n = size();
+    let mut out = vec![empty; n];
+    if n == 0 || !fill(out.as_mut_ptr()) {
+        return Vec::new();
+    }
+    out
+}
+
 /// Logs on Envoy's `dynamic_modules` logger.
 pub fn log(level: u32, message: &str) {
     // SAFETY: the message buffer lives for the call.
@@ -185,7 +203,7 @@ pub fn log(level: u32, message: &str) {
 }
 
 /// One HTTP stream's filter on Envoy's side (`filter_envoy_ptr`), valid for
-/// the hook it was handed to. A [`Filter`] keeps the latest one: Envoy hands
+/// the hook it was handed to. A [`crate::filter::Filter`] keeps the latest one: Envoy hands
 /// the same pointer to every hook of the stream, and the module calls back
 /// only from within those hooks.
 #[derive(Clone, Copy, Debug)]
@@ -197,23 +215,14 @@ impl Envoy {
         // SAFETY: `out` has room for the count Envoy reported; the buffers
         // are read before any setter runs.
         unsafe {
-            let n = sys::envoy_dynamic_module_callback_http_get_headers_size(self.0, kind);
-            let mut out = vec![
+            let out = filled(
                 Header {
                     key: Buffer::EMPTY,
                     value: Buffer::EMPTY,
-                };
-                n
-            ];
-            if n == 0
-                || !sys::envoy_dynamic_module_callback_http_get_headers(
-                    self.0,
-                    kind,
-                    out.as_mut_ptr(),
-                )
-            {
-                return Vec::new();
-            }
+                },
+                || sys::envoy_dynamic_module_callback_http_get_headers_size(self.0, kind),
+                |out| sys::envoy_dynamic_module_callback_http_get_headers(self.0, kind, out),
+            );
             out.iter()
                 .map(|h| {
                     (
@@ -281,42 +290,28 @@ impl Envoy {
     }
 
     fn chunks_len(self, kind: u32) -> usize {
-        // SAFETY: `out` has room for the count Envoy reported; only lengths are read.
-        unsafe {
-            let n = sys::envoy_dynamic_module_callback_http_get_body_chunks_size(self.0, kind);
-            let mut out = vec![Buffer::EMPTY; n];
-            if n == 0
-                || !sys::envoy_dynamic_module_callback_http_get_body_chunks(
-                    self.0,
-                    kind,
-                    out.as_mut_ptr(),
-                )
-            {
-                return 0;
-            }
-            out.iter().map(|b| b.len).sum()
-        }
+        self.chunk_buffers(kind).iter().map(|b| b.len).sum()
     }
 
     fn chunks(self, kind: u32) -> Vec<u8> {
-        // SAFETY: `out` has room for the count Envoy reported.
+        let buffers = self.chunk_buffers(kind);
+        let mut body = Vec::with_capacity(buffers.iter().map(|b| b.len).sum());
+        for chunk in &buffers {
+            // SAFETY: Envoy lent the chunks for the current hook; copied now.
+            body.extend_from_slice(unsafe { chunk.bytes() });
+        }
+        body
+    }
+
+    /// The body of `kind` as Envoy holds it: its chunks, lent for the current hook.
+    fn chunk_buffers(self, kind: u32) -> Vec<Buffer> {
+        // SAFETY: `filled` gives Envoy room for the count it reported.
         unsafe {
-            let n = sys::envoy_dynamic_module_callback_http_get_body_chunks_size(self.0, kind);
-            let mut out = vec![Buffer::EMPTY; n];
-            if n == 0
-                || !sys::envoy_dynamic_module_callback_http_get_body_chunks(
-                    self.0,
-                    kind,
-                    out.as_mut_ptr(),
-                )
-            {
-                return Vec::new();
-            }
-            let mut body = Vec::with_capacity(out.iter().map(|b| b.len).sum());
-            for chunk in &out {
-                body.extend_from_slice(chunk.bytes());
-            }
-            body
+            filled(
+                Buffer::EMPTY,
+                || sys::envoy_dynamic_module_callback_http_get_body_chunks_size(self.0, kind),
+                |out| sys::envoy_dynamic_module_callback_http_get_body_chunks(self.0, kind, out),
+            )
         }
     }
 

@@ -104,18 +104,23 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
     })
 }
 
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_config_destroy(config: *const c_void) {
+/// Drops what a `new` hook made with `Box::into_raw` (Envoy destroys each once).
+fn destroy<T>(hook: &str, ptr: *const c_void) {
     guarded(
-        "config_destroy",
+        hook,
         || (),
         || {
-            if !config.is_null() {
-                // SAFETY: made by config_new's Box::into_raw, destroyed once.
-                drop(unsafe { Box::from_raw(config as *mut ModuleConfig) });
+            if !ptr.is_null() {
+                // SAFETY: made by the matching `new` hook's Box::into_raw, destroyed once.
+                drop(unsafe { Box::from_raw(ptr as *mut T) });
             }
         },
     )
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_config_destroy(config: *const c_void) {
+    destroy::<ModuleConfig>("config_destroy", config);
 }
 
 /// Per-route configuration isn't used: a route that sets one is refused.
@@ -154,16 +159,7 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_new(
 
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_destroy(module: *const c_void) {
-    guarded(
-        "filter_destroy",
-        || (),
-        || {
-            if !module.is_null() {
-                // SAFETY: made by filter_new's Box::into_raw, destroyed once.
-                drop(unsafe { Box::from_raw(module as *mut Filter) });
-            }
-        },
-    )
+    destroy::<Filter>("filter_destroy", module);
 }
 
 fn headers_status(flow: Flow) -> u32 {
@@ -173,25 +169,39 @@ fn headers_status(flow: Flow) -> u32 {
     }
 }
 
+/// A request hook of filter `module`: `run` on it, or on a panic the
+/// request failed closed and held (`stop`).
+fn request_hook(
+    hook: &str,
+    envoy: *mut c_void,
+    module: *const c_void,
+    stop: u32,
+    run: impl FnOnce(&mut Filter, Envoy) -> u32,
+) -> u32 {
+    let envoy = Envoy(envoy);
+    guarded(
+        hook,
+        || {
+            fail_closed(envoy, module);
+            stop
+        },
+        || {
+            // SAFETY: the hook's own filter pointer.
+            let filter = unsafe { filter(module) };
+            run(filter, envoy)
+        },
+    )
+}
+
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
     envoy: *mut c_void,
     module: *const c_void,
     end_of_stream: bool,
 ) -> u32 {
-    let envoy = Envoy(envoy);
-    guarded(
-        "request_headers",
-        || {
-            fail_closed(envoy, module);
-            HEADERS_STOP
-        },
-        || {
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            headers_status(filter.request_headers(envoy, end_of_stream))
-        },
-    )
+    request_hook("request_headers", envoy, module, HEADERS_STOP, |f, e| {
+        headers_status(f.request_headers(e, end_of_stream))
+    })
 }
 
 #[no_mangle]
@@ -200,20 +210,14 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
     module: *const c_void,
     end_of_stream: bool,
 ) -> u32 {
-    let envoy = Envoy(envoy);
-    guarded(
+    request_hook(
         "request_body",
-        || {
-            fail_closed(envoy, module);
-            BODY_STOP_AND_BUFFER
-        },
-        || {
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            match filter.request_body(envoy, end_of_stream) {
-                Flow::Continue => BODY_CONTINUE,
-                Flow::Pause => BODY_STOP_AND_BUFFER,
-            }
+        envoy,
+        module,
+        BODY_STOP_AND_BUFFER,
+        |f, e| match f.request_body(e, end_of_stream) {
+            Flow::Continue => BODY_CONTINUE,
+            Flow::Pause => BODY_STOP_AND_BUFFER,
         },
     )
 }
@@ -223,20 +227,14 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(
     envoy: *mut c_void,
     module: *const c_void,
 ) -> u32 {
-    let envoy = Envoy(envoy);
-    guarded(
+    request_hook(
         "request_trailers",
-        || {
-            fail_closed(envoy, module);
-            TRAILERS_STOP
-        },
-        || {
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            match filter.request_trailers(envoy) {
-                Flow::Continue => TRAILERS_CONTINUE,
-                Flow::Pause => TRAILERS_STOP,
-            }
+        envoy,
+        module,
+        TRAILERS_STOP,
+        |f, e| match f.request_trailers(e) {
+            Flow::Continue => TRAILERS_CONTINUE,
+            Flow::Pause => TRAILERS_STOP,
         },
     )
 }
