@@ -38,6 +38,10 @@
 #       # store's /v1/hit per hook (a fresh claim each time, the answer read
 #       # and dropped) instead of GET /healthz: what a store call's own work
 #       # and wait cost Envoy, beside (f). Only run when ONLY names it
+#   MODE=concurrent PER_ENVOY=1,4,32 ONLY=nbNdD scripts/bench-edge.sh
+#       # and (N), (D): the same node configurations as (b), (d) run by the
+#       # native module (libankusa_module.so, Envoy's dynamic modules filter)
+#       # instead of the wasm filter. Only run when ONLY names them
 #   MODE=concurrent PER_ENVOY=1,4,32 ONLY=nkb ROUNDS=5 scripts/bench-edge.sh
 #       # and (k), the host-call floor: the no-op filter making every host
 #       # call a node hook makes (headers read, clock, the bucket's get and
@@ -71,6 +75,7 @@ cargo build --release -p ankusa-store --bins >&2
 cargo build --release -p ankusa-tools --bin intake --bin bench-edge >&2
 cargo build --release --target wasm32-wasip1 \
   -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout >&2
+case "$ONLY" in *[ND]*) cargo build --profile release-native -p ankusa-module >&2 ;; esac
 
 extra_args=()
 [ "$PIN" = 1 ] || extra_args=(--no-pin)

@@ -5,6 +5,14 @@
 #   ankusa_filter-VERSION.wasm.sha256  its sha256 (`sha256sum` format): the hash an
 #                                      Envoy `vm_config.code.remote.sha256`, an Istio
 #                                      WasmPlugin or an Envoy Gateway policy pins
+#   libankusa_module-VERSION-linux-ARCH.so
+#                                      the native module (Envoy's dynamic modules
+#                                      filter, profile release-native), for the Envoy
+#                                      it was built for (docs/deploy.md, "Which shell");
+#                                      install it as libankusa_module.so under
+#                                      ENVOY_DYNAMIC_MODULES_SEARCH_PATH
+#   libankusa_module-VERSION-linux-ARCH.so.sha256
+#                                      its sha256 (`sha256sum` format)
 #   ankusa-store-VERSION-linux-ARCH    the store service
 #   ankusa-config-VERSION-linux-ARCH   the configuration checker
 #   oci/                               an OCI image layout holding the module, tag
@@ -46,11 +54,13 @@ if [[ ${ANKUSA_RELEASE_BUILD:-1} != 0 ]]; then
   flag=(--release)
   [[ $PROFILE == debug ]] && flag=()
   cargo build -q "${flag[@]}" -p ankusa-store -p ankusa-config --bins
+  cargo build -q --profile release-native -p ankusa-module
 fi
 
 wasm=$TARGET/wasm32-wasip1/release/ankusa_filter.wasm
+native=$TARGET/release-native/libankusa_module.so
 arch=$(uname -m)
-for f in "$wasm" "$TARGET/$PROFILE/ankusa-store" "$TARGET/$PROFILE/ankusa-config"; do
+for f in "$wasm" "$native" "$TARGET/$PROFILE/ankusa-store" "$TARGET/$PROFILE/ankusa-config"; do
   [[ -f $f ]] || { echo "release: $f is missing (build it, or leave ANKUSA_RELEASE_BUILD unset)" >&2; exit 1; }
 done
 
@@ -61,6 +71,9 @@ cp "$wasm" "$DIST/$name"
 cp "$TARGET/$PROFILE/ankusa-store" "$DIST/ankusa-store-$VERSION-linux-$arch"
 cp "$TARGET/$PROFILE/ankusa-config" "$DIST/ankusa-config-$VERSION-linux-$arch"
 (cd "$DIST" && sha256sum "$name" >"$name.sha256")
+so=libankusa_module-$VERSION-linux-$arch.so
+cp "$native" "$DIST/$so"
+(cd "$DIST" && sha256sum "$so" >"$so.sha256")
 
 # The OCI image layout (image-spec v1.0 layout, one manifest). Every byte
 # is a function of the .wasm and VERSION, so a rebuild of the same module
@@ -95,4 +108,5 @@ printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json"
 
 echo "release $VERSION in $DIST/"
 echo "  module   $name  sha256 $wasm_digest"
+echo "  native   $so  sha256 $(cut -d' ' -f1 "$DIST/$so.sha256")"
 echo "  image    oci:$oci:$VERSION  manifest sha256:$manifest_digest"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every check the project has, in the order a failure is cheapest to read:
 # formatting, lints (native and as the wasm32-wasip1 filter), the builds the
-# integration tests launch, the core's tests natively and compiled to wasm
-# under Node, then every test against real Redis, the real store and real Envoy,
+# integration tests launch (the native module too), the core's tests natively
+# and compiled to wasm under Node, then every test against real Redis, the real
+# store and real Envoy, the node-scope ones again through the native module,
 # then the Compose stack on the Docker engine (scripts/compose-test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,9 +31,14 @@ cargo test -q -p ankusa-tests --test e2e dashboards::
 step "deployment: Kubernetes manifests, CRD examples, embedded copies, the remote-fetch bootstrap"
 bash scripts/check-deploy.sh
 
-step "build: binaries, the filter and the benchmark's floor filters"
+step "build: binaries, the filter, the benchmark's floor filters and the native module"
 cargo build --workspace --bins
 cargo build -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout --target wasm32-wasip1 --release
+# panic = unwind: each exported hook catches a panic and fails closed. The
+# release profile's (panic = abort) build is what tests/e2e/native.rs checks
+# refuses to load.
+cargo build -p ankusa-module --profile release-native
+cargo build -p ankusa-module --release
 
 step "core tests, native"
 cargo test -p ankusa-core
@@ -41,8 +47,14 @@ step "core tests, wasm32-unknown-unknown under Node (wasm-bindgen-test)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p ankusa-core --target wasm32-unknown-unknown
 
-step "store, filter, harness and end-to-end tests (real Redis, store, Envoy)"
+step "store, filter, module, harness and end-to-end tests (real Redis, store, Envoy)"
 cargo test --workspace --exclude ankusa-core --no-fail-fast
+
+step "end-to-end tests through the native module (node scopes; the module makes no store call yet)"
+ANKUSA_SHELL=native cargo test -p ankusa-tests --test e2e --no-fail-fast -- \
+  native:: edge_node:: edge_verify::each_scheme edge_verify::a_rotated_out edge_verify::no_secret \
+  edge_quota::a_node_bytes_quota edge_rate_headers::node_answers edge_reload::a_node_reload \
+  edge_node_overrides::an_edge_without_a_store hostile::hostile_requests_through_node_scopes
 
 step "compose: the stack built offline and run for real, the mock provider, the quick fault rows across hosts"
 # Debug binaries in the images: the workspace build above already made them

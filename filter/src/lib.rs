@@ -5,12 +5,17 @@
 //! The files here only read what Envoy hands over, feed it in, and perform
 //! the effects on the host.
 //!
+//! What every shell does the same way (the host trait, a step's effects
+//! performed, one hook's stream, batched hit calls, the tick) is the core's
+//! [`ankusa_core::shell`]; the native module is the same core over Envoy's
+//! dynamic-module ABI.
+//!
 //! - [`root`]: the root context: builds the runtime, sets the tick, hands each stream a hook.
 //! - [`runtime`]: config, signing keys, store token, metrics, shared-data keys, store calls.
-//! - [`http`]: one hook's HTTP context: callbacks into events, effects onto the [`host`].
-//! - [`host`]: the host calls a hook makes, as a trait; [`host::ProxyHost`] is proxy-wasm.
-//! - [`batch`]: a worker's micro-batched fleet hits: the hooks parked for the worker's next call.
-//! - [`batch_call`]: the root's batched hit calls for those hooks, and each hook's share of the answer.
+//! - [`http`]: one hook's HTTP context: proxy-wasm's callbacks onto the core's stream.
+//! - [`host`]: the core's host trait over proxy-wasm ([`host::ProxyHost`]).
+//! - [`batch_call`]: the core's batching root over proxy-wasm ([`batch_call::ProxyRoot`]).
+//! - [`tick`]: the core's tick over proxy-wasm.
 //! - [`drain`]: the settle batches and store resets a root context sends each tick.
 //! - [`poll`]: the fleet override list, polled from the store into shared data once a second per node.
 //! - [`headers`]: the request's headers, read from the host once per hook.
@@ -23,7 +28,6 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-pub mod batch;
 pub mod batch_call;
 pub mod drain;
 pub mod headers;

@@ -15,7 +15,7 @@ use ankusa_core::hook::worker::Worker;
 use ankusa_core::node::cas::MapStore;
 use ankusa_core::wire::version::StoreWire;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 thread_local! {
     /// Replies sent with no configured host (this test thread's).
@@ -60,6 +60,8 @@ pub struct MockHost {
     /// Tick periods set on the root, in order (ms; 0: none).
     pub ticks: RefCell<Vec<u64>>,
     answer: RefCell<(Option<String>, Option<Vec<u8>>)>,
+    /// Itself, for the root's `enter` (the core takes a shared host as the host).
+    me: Weak<MockHost>,
 }
 
 impl MockHost {
@@ -67,7 +69,8 @@ impl MockHost {
     pub fn new(config: &str, env: &[(&str, &str)]) -> Rc<MockHost> {
         let store = MapStore::new();
         let worker = Worker::configure_with_env(config.as_bytes(), env, &store).unwrap();
-        Rc::new(MockHost {
+        Rc::new_cyclic(|me| MockHost {
+            me: me.clone(),
             worker,
             store,
             now_us: Cell::new(1_700_000_000_000_000),
@@ -128,7 +131,7 @@ impl MockHost {
     }
 }
 
-impl Host for Rc<MockHost> {
+impl Host for MockHost {
     type Store = MapStore;
 
     fn worker(&self) -> &Worker {
@@ -242,13 +245,13 @@ impl Host for Rc<MockHost> {
 
 /// The root's side of batching over the same host: a batched call is
 /// recorded with the hooks' own calls (its token: its place among them).
-impl crate::tick::Ticks for Rc<MockHost> {
+impl crate::tick::Ticks for MockHost {
     fn set_tick_period(&self, ms: u64) {
         self.ticks.borrow_mut().push(ms);
     }
 }
 
-impl Root for Rc<MockHost> {
+impl Root for MockHost {
     type HookHost = Rc<MockHost>;
 
     fn now_us(&self) -> u64 {
@@ -288,6 +291,6 @@ impl Root for Rc<MockHost> {
 
     fn enter(&self, id: u32) -> Option<Rc<MockHost>> {
         self.entered.borrow_mut().push(id);
-        Some(Rc::clone(self))
+        self.me.upgrade()
     }
 }

@@ -99,7 +99,7 @@ impl RootContext for Root {
                     let name =
                         hex::encode(ProxyHost(Rc::clone(&runtime)).random(crate::shared::now_us()));
                     let queue = hostcalls::register_shared_queue(&format!("ankusa.hits.{name}"));
-                    crate::batch::init(queue.ok());
+                    ankusa_core::shell::batch::init(queue.ok());
                 }
                 self.runtime = Some(runtime);
                 true
@@ -132,7 +132,7 @@ impl RootContext for Root {
         let Some(rt) = self.runtime.clone() else {
             return;
         };
-        if crate::batch::woken(queue_id) {
+        if ankusa_core::shell::batch::woken(queue_id) {
             while let Ok(Some(_)) = hostcalls::dequeue_shared_queue(queue_id) {}
             crate::batch_call::on_wake(&ProxyRoot(rt));
         }

@@ -84,7 +84,7 @@ impl Runtime {
             .unwrap_or_default();
         let worker = Worker::configure(&bytes, |name| std::env::var(name).ok(), &SHARED)?;
         read_token(&worker.config)?;
-        let metrics = Metrics::define();
+        let metrics = Metrics::define(crate::metrics::ProxyStats);
         let queue_id = hostcalls::register_shared_queue(edge_keys::SETTLE_QUEUE).ok();
         let runtime = Runtime {
             worker,

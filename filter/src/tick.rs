@@ -1,17 +1,10 @@
-//! A root context's tick: the period the core wants
-//! ([`ankusa_core::hook::settle::tick`]), set on the host only when it
+//! A root context's tick over proxy-wasm: the core's [`Ticker`] sets the
+//! period the core wants ([`ankusa_core::hook::settle::tick`]) only when it
 //! changes (Envoy starts a root with no tick).
 
-use ankusa_core::config::Config;
-use ankusa_core::hook::settle::tick::{period, Waiting};
+pub use ankusa_core::shell::tick::{Ticker, Ticks};
 use proxy_wasm::hostcalls;
 use std::time::Duration;
-
-/// What a root's tick needs of its host.
-pub trait Ticks {
-    /// Ticks every `ms` from now on; 0: no tick.
-    fn set_tick_period(&self, ms: u64);
-}
 
 /// Envoy, through proxy-wasm.
 pub struct ProxyTicks;
@@ -22,32 +15,11 @@ impl Ticks for ProxyTicks {
     }
 }
 
-/// The period a root ticks at (0: none, as Envoy starts it).
-#[derive(Debug, Default)]
-pub struct Ticker {
-    period_ms: u64,
-}
-
-impl Ticker {
-    /// Sets the period `config` wants with `waiting`, if it differs.
-    pub fn want<T: Ticks>(&mut self, host: &T, config: &Config, waiting: Waiting) {
-        let wanted = period(config, waiting);
-        if wanted != self.period_ms {
-            host.set_tick_period(wanted);
-            self.period_ms = wanted;
-        }
-    }
-
-    /// The period set (ms; 0: none).
-    pub fn period_ms(&self) -> u64 {
-        self.period_ms
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mock::MockHost;
+    use ankusa_core::hook::settle::tick::Waiting;
     use ankusa_core::hook::settle::tick::IDLE_TICK_MS;
     use ankusa_core::hook::settle::Queued;
     use ankusa_core::wire::{Claim, SettleOp};

@@ -5,8 +5,10 @@
 //! beside Envoy's log.
 
 pub mod bootstrap;
+pub mod shell;
 
 pub use bootstrap::{host_env_keys, render, split_lds, validate, validate_with_env, TEMPLATE};
+pub use shell::Shell;
 
 use crate::access_log;
 use crate::http::{self, Response};
@@ -37,6 +39,9 @@ pub struct EdgeSpec {
     /// environment and passed by name through `vm_config.environment_variables.host_env_keys`,
     /// so their values (signing secrets) never appear in the bootstrap or `config_dump`.
     pub vm_env: Vec<(String, String)>,
+    /// The shell the core runs in: the proxy-wasm filter or the native
+    /// module (from `ANKUSA_SHELL`, see [`Shell::from_env`]).
+    pub shell: Shell,
 }
 
 impl EdgeSpec {
@@ -56,6 +61,7 @@ impl EdgeSpec {
             concurrency: 2,
             filter_config,
             vm_env: Vec::new(),
+            shell: Shell::from_env(),
         }
     }
 }
@@ -232,6 +238,9 @@ impl Edge {
         for (name, value) in &spec.vm_env {
             cmd.env(name, value);
         }
+        if let Some(folder) = spec.shell.search_path() {
+            cmd.env(shell::SEARCH_PATH_ENV, folder);
+        }
         match token {
             Some(token) => cmd.env(EDGE_TOKEN_ENV, token),
             None => cmd.env_remove(EDGE_TOKEN_ENV),
@@ -360,7 +369,7 @@ impl Edge {
         let text = http::get(&self.admin_url("/stats/prometheus"))
             .map(|r| r.text())
             .unwrap_or_default();
-        crate::metrics::metric_value(&text, name_with_labels)
+        crate::metrics::metric_value(&shell::as_scraped(&text), name_with_labels)
     }
 
     /// The last 40 lines of Envoy's log.

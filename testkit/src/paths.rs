@@ -55,6 +55,17 @@ pub fn filter_wasm() -> PathBuf {
     path
 }
 
+/// The native module as Envoy loads it: `target/release-native/libankusa_module.so`.
+pub fn native_module() -> PathBuf {
+    let path = target_dir().join("release-native/libankusa_module.so");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build -p ankusa-module --profile release-native` first (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
 /// The Envoy binary: `$ENVOY_BIN`, else `<root>/.venv/bin/envoy` (scripts/setup.sh installs it).
 pub fn envoy_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("ENVOY_BIN") {

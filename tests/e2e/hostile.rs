@@ -285,7 +285,26 @@ pub(crate) fn save(name: &str, text: &str) {
 
 #[test]
 fn hostile_requests_get_a_clear_status_while_ordinary_hooks_keep_flowing() {
-    let fleet = Fleet::start(&FleetSpec::new(1, config()));
+    probe_while_hooks_flow(config(), "hostile-probes.md");
+}
+
+/// The probes through node scopes, the decision on the edge alone: what the
+/// native module serves, so with `ANKUSA_SHELL=native` they go through it.
+#[test]
+fn hostile_requests_through_node_scopes_get_a_clear_status_while_hooks_keep_flowing() {
+    let mut node = config();
+    node["rate_limits"]["scope"] = "node".into();
+    node["dedupe"]["scope"] = "node".into();
+    if let Some(map) = node.as_object_mut() {
+        map.remove("fleet");
+    }
+    probe_while_hooks_flow(node, "hostile-probes-node.md");
+}
+
+/// Every probe against one edge with `config`, while ordinary hooks are
+/// sent beside them; the table goes to `file` under `ANKUSA_RELIABILITY_DIR`.
+fn probe_while_hooks_flow(config: serde_json::Value, file: &str) {
+    let fleet = Fleet::start(&FleetSpec::new(1, config));
     let port = fleet.edges[0].spec.listen_port;
     let (stop, ok, bad) = (AtomicBool::new(false), AtomicU64::new(0), AtomicU64::new(0));
     let mut rows = Vec::new();
@@ -338,7 +357,7 @@ fn hostile_requests_get_a_clear_status_while_ordinary_hooks_keep_flowing() {
         "\nOrdinary hooks sent meanwhile, one every 20 ms: {ok} answered 201, {bad} not.\n"
     ));
     eprintln!("{table}");
-    save("hostile-probes.md", &table);
+    save(file, &table);
     for (name, status, _, body, expect) in &rows {
         assert!(
             expect.contains(status),

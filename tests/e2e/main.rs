@@ -38,6 +38,7 @@ mod fleet_provider;
 mod hostile;
 mod intake;
 mod mixed_versions;
+mod native;
 mod prometheus;
 mod provider;
 mod release;

@@ -103,6 +103,17 @@ fn release_builds_a_pinned_module_and_an_image_a_registry_round_trips() {
         .join(format!("ankusa-config-{VERSION}-linux-{}", arch.trim()))
         .exists());
 
+    // The native module and its hash.
+    let so = std::fs::read(ankusa_testkit::paths::native_module()).unwrap();
+    let so_name = format!("libankusa_module-{VERSION}-linux-{}.so", arch.trim());
+    assert_eq!(std::fs::read(dist.join(&so_name)).unwrap(), so);
+    let so_sha = std::fs::read_to_string(dist.join(format!("{so_name}.sha256"))).unwrap();
+    assert_eq!(so_sha, format!("{}  {so_name}\n", hex(&so)));
+    assert!(
+        sums.contains(&format!("{}  {so_name}\n", hex(&so))),
+        "{sums}"
+    );
+
     // skopeo reads the layout: one manifest with the wasm artifact media types.
     let layout = dist.join("oci");
     let src = format!("oci:{}:{VERSION}", layout.display());

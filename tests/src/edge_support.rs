@@ -262,9 +262,11 @@ pub fn fleet_config(burst: u64, settle_interval_ms: u64) -> Value {
 }
 
 /// The sum of every series of `name` whose labels contain `label` (e.g.
-/// `endpoint="settle"`) in Prometheus text at `url`.
+/// `endpoint="settle"`) in Prometheus text at `url`, under the names
+/// Prometheus stores (see [`ankusa_testkit::envoy::shell::as_scraped`]).
 pub fn metric_sum(url: &str, name: &str, label: &str) -> f64 {
     let text = http::get(url).map(|r| r.text()).unwrap_or_default();
+    let text = ankusa_testkit::envoy::shell::as_scraped(&text);
     text.lines()
         .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(label))
         .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))

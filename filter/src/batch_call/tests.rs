@@ -8,6 +8,7 @@ use crate::mock::MockHost;
 use ankusa_core::hook::machine::Metric;
 use ankusa_core::hook::outcome::Outcome;
 use ankusa_core::hook::settle::Queued;
+use ankusa_core::shell::batch;
 use ankusa_core::wire::{Claim, SettleOp, HITS_PATH, HIT_PATH};
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;

@@ -49,11 +49,13 @@ pub fn split_lds(bootstrap: &str, lds: &Path) -> (String, String) {
     (bootstrap, listener)
 }
 
-/// Fills in the template for `spec`, with the filter at `wasm`.
+/// Fills in the template for `spec`, with the filter at `wasm` (the native
+/// shell names its module instead, see [`super::Shell`]).
 pub fn render(spec: &EdgeSpec, wasm: &Path) -> String {
     // A JSON string literal is also a valid YAML double-quoted scalar.
     let config = serde_json::Value::String(spec.filter_config.to_string()).to_string();
-    TEMPLATE
+    spec.shell
+        .template(TEMPLATE)
         .replace("{{NODE}}", &spec.node)
         .replace("{{ADMIN_PORT}}", &spec.admin_port.to_string())
         .replace("{{LISTEN_PORT}}", &spec.listen_port.to_string())

@@ -7,6 +7,10 @@
 //! - an Envoy `envoy.extensions.filters.http.wasm.v3.Wasm` filter whose
 //!   `config.root_id` is `ankusa`: its `config.configuration` (a
 //!   `google.protobuf.StringValue`), in a bootstrap, an LDS file or any YAML;
+//! - an Envoy `envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter`
+//!   loading the native module (`dynamic_module_config.name` `ankusa_module`):
+//!   its `filter_config` (a `google.protobuf.StringValue`), checked also for
+//!   what the native module serves ([`Shell::Native`]);
 //! - an Istio `WasmPlugin`: `spec.pluginConfig`;
 //! - an Envoy Gateway `EnvoyExtensionPolicy`: each `spec.wasm[].config`;
 //! - a Kubernetes `ConfigMap`: each `data` entry named `*.yaml`/`*.yml`
@@ -16,16 +20,32 @@ use serde_yaml::Value;
 use std::path::Path;
 
 const WASM_FILTER: &str = "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm";
+const NATIVE_FILTER: &str =
+    "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter";
+/// The native module's name (libankusa_module.so), as every shipped bootstrap names it.
+pub const NATIVE_MODULE: &str = "ankusa_module";
 const STRING_VALUE: &str = "type.googleapis.com/google.protobuf.StringValue";
 /// The filter's root id, as every shipped bootstrap names it.
 pub const ROOT_ID: &str = "ankusa";
 
-/// Each configuration found, as `(where in the file, JSON bytes)`; `where`
-/// is empty for a JSON file. A YAML file that holds none is an error.
-pub fn configurations(path: &Path, text: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
+/// Which shell reads a configuration found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shell {
+    /// The proxy-wasm filter (and a bare JSON file).
+    Wasm,
+    /// The native module.
+    Native,
+}
+
+/// One configuration found: where in the file (empty for a JSON file), its
+/// JSON bytes, and the shell that reads it.
+pub type Found = (String, Vec<u8>, Shell);
+
+/// Each configuration found. A YAML file that holds none is an error.
+pub fn configurations(path: &Path, text: &[u8]) -> Result<Vec<Found>, String> {
     let yaml = path.extension().is_some_and(|x| x == "yaml" || x == "yml");
     if !yaml {
-        return Ok(vec![(String::new(), text.to_vec())]);
+        return Ok(vec![(String::new(), text.to_vec(), Shell::Wasm)]);
     }
     let text = std::str::from_utf8(text).map_err(|e| format!("not UTF-8: {e}"))?;
     let mut found = Vec::new();
@@ -33,18 +53,15 @@ pub fn configurations(path: &Path, text: &[u8]) -> Result<Vec<(String, Vec<u8>)>
     if found.is_empty() {
         return Err(format!(
             "no Ankusa plugin configuration found: looked for an envoy.filters.http.wasm \
-             filter with root_id {ROOT_ID:?}, an Istio WasmPlugin, an Envoy Gateway \
+             filter with root_id {ROOT_ID:?}, an envoy.filters.http.dynamic_modules filter \
+             loading {NATIVE_MODULE:?}, an Istio WasmPlugin, an Envoy Gateway \
              EnvoyExtensionPolicy and ConfigMap data holding one"
         ));
     }
     Ok(found)
 }
 
-fn search_documents(
-    text: &str,
-    prefix: &str,
-    found: &mut Vec<(String, Vec<u8>)>,
-) -> Result<(), String> {
+fn search_documents(text: &str, prefix: &str, found: &mut Vec<Found>) -> Result<(), String> {
     for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value = <Value as serde::Deserialize>::deserialize(document)
             .map_err(|e| format!("{prefix}not valid YAML: {e}"))?;
@@ -58,12 +75,7 @@ fn search_documents(
     Ok(())
 }
 
-fn search(
-    value: &Value,
-    doc: &str,
-    path: &str,
-    found: &mut Vec<(String, Vec<u8>)>,
-) -> Result<(), String> {
+fn search(value: &Value, doc: &str, path: &str, found: &mut Vec<Found>) -> Result<(), String> {
     match value {
         Value::Mapping(map) => {
             let get = |key: &str| map.get(key);
@@ -72,9 +84,27 @@ fn search(
                 if let Some(config) = get("config") {
                     if config.get("root_id").and_then(Value::as_str) == Some(ROOT_ID) {
                         let place = format!("{doc}{path}.config.configuration");
-                        found.push((place, wasm_configuration(config)?));
+                        found.push((
+                            place,
+                            string_value("config.configuration", config.get("configuration"))?,
+                            Shell::Wasm,
+                        ));
                         return Ok(());
                     }
+                }
+            }
+            if text("@type") == Some(NATIVE_FILTER) {
+                let module = get("dynamic_module_config")
+                    .and_then(|m| m.get("name"))
+                    .and_then(Value::as_str);
+                if module == Some(NATIVE_MODULE) {
+                    let place = format!("{doc}{path}.filter_config");
+                    found.push((
+                        place,
+                        string_value("filter_config", get("filter_config"))?,
+                        Shell::Native,
+                    ));
+                    return Ok(());
                 }
             }
             let kind = text("kind");
@@ -86,7 +116,7 @@ fn search(
             match (kind, spec) {
                 (Some("WasmPlugin"), Some(spec)) => {
                     let place = format!("{doc}WasmPlugin {name} spec.pluginConfig");
-                    found.push((place, json_of(spec.get("pluginConfig"))?));
+                    found.push((place, json_of(spec.get("pluginConfig"))?, Shell::Wasm));
                     return Ok(());
                 }
                 (Some("EnvoyExtensionPolicy"), Some(spec)) => {
@@ -94,7 +124,7 @@ fn search(
                     for (i, entry) in wasm.into_iter().flatten().enumerate() {
                         let place =
                             format!("{doc}EnvoyExtensionPolicy {name} spec.wasm[{i}].config");
-                        found.push((place, json_of(entry.get("config"))?));
+                        found.push((place, json_of(entry.get("config"))?, Shell::Wasm));
                     }
                     return Ok(());
                 }
@@ -135,16 +165,18 @@ fn search(
     Ok(())
 }
 
-/// A Wasm filter's `config.configuration`: the StringValue's text. A missing
-/// one is an empty configuration, which the parser refuses as Envoy's filter would.
-fn wasm_configuration(config: &Value) -> Result<Vec<u8>, String> {
-    let Some(any) = config.get("configuration") else {
+/// A filter's configuration (a Wasm filter's `config.configuration`, the
+/// native filter's `filter_config`, named `field`): the StringValue's text.
+/// A missing one is an empty configuration, which the parser refuses as
+/// Envoy's filter would.
+fn string_value(field: &str, any: Option<&Value>) -> Result<Vec<u8>, String> {
+    let Some(any) = any else {
         return Ok(Vec::new());
     };
     let kind = any.get("@type").and_then(Value::as_str);
     if kind != Some(STRING_VALUE) {
         return Err(format!(
-            "config.configuration: expected \"@type\": {STRING_VALUE}, got {kind:?}"
+            "{field}: expected \"@type\": {STRING_VALUE}, got {kind:?}"
         ));
     }
     Ok(any

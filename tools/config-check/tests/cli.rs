@@ -95,6 +95,7 @@ fn the_shipped_bootstraps_and_manifests_pass() {
         "check",
         "envoy/edge.yaml",
         "envoy/edge-remote.yaml",
+        "envoy/edge-native.yaml",
         "deploy/kubernetes/base/edge-bootstrap.yaml",
         "deploy/kubernetes/examples/istio-wasmplugin.yaml",
         "deploy/kubernetes/examples/envoy-gateway.yaml",
@@ -107,8 +108,9 @@ fn the_shipped_bootstraps_and_manifests_pass() {
         ),
         "{text}"
     );
-    assert_eq!(text.matches(": ok\n").count(), 5, "{text}");
+    assert_eq!(text.matches(": ok\n").count(), 6, "{text}");
     for place in [
+        "envoy/edge-native.yaml (static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config.filter_config): ok",
         "deploy/kubernetes/base/edge-bootstrap.yaml (ConfigMap ankusa-edge-bootstrap data.envoy.yaml: static_resources",
         "deploy/kubernetes/examples/istio-wasmplugin.yaml (WasmPlugin ankusa spec.pluginConfig): ok",
         "deploy/kubernetes/examples/envoy-gateway.yaml (EnvoyExtensionPolicy ankusa spec.wasm[0].config): ok",
@@ -136,6 +138,29 @@ fn a_bootstrap_with_a_bad_configuration_is_refused_naming_the_field() {
         stdout(&out).ends_with(
             ": refused: rate_limits.tenants.acme.burst: must be between 1 and 4294967296, got 0\n"
         ),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_native_bootstrap_with_a_fleet_scope_is_refused_as_the_module_refuses_it() {
+    let good = std::fs::read_to_string(root().join("envoy/edge-native.yaml")).unwrap();
+    let bad = good.replace(
+        r#""default": {"rate": 50, "burst": 100},"#,
+        r#""scope": "fleet", "default": {"rate": 50, "burst": 100},"#,
+    );
+    assert_ne!(good, bad, "the bootstrap's rate_limits line moved");
+    let dir = std::env::temp_dir().join(format!("ankusa-config-native-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("edge-native.yaml");
+    std::fs::write(&file, bad).unwrap();
+    let out = run(&["check", file.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out)
+            .contains(".filter_config): refused: rate_limits.scope / dedupe.scope \"fleet\""),
         "{}",
         stdout(&out)
     );

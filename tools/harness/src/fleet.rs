@@ -30,7 +30,7 @@ mod ports;
 
 pub use ports::Ports;
 
-use ankusa_testkit::envoy::{Edge, EdgeSpec};
+use ankusa_testkit::envoy::{Edge, EdgeSpec, Shell};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::process::scratch_dir;
 use ankusa_testkit::redis::Redis;
@@ -144,6 +144,7 @@ impl Fleet {
                 concurrency: spec.concurrency,
                 filter_config: spec.filter_config.clone(),
                 vm_env: spec.vm_env.clone(),
+                shell: Shell::from_env(),
             };
             fleet
                 .edges

@@ -3,6 +3,7 @@
 //! promote, and sent on only to a store that speaks wire 2.
 
 use super::*;
+use ankusa_core::hook::settle::Queued;
 use ankusa_core::wire::receipt;
 use ankusa_core::wire::version::StoreWire;
 

@@ -3,7 +3,7 @@ use super::*;
 fn found(name: &str, text: &str) -> Result<Vec<(String, String)>, String> {
     configurations(Path::new(name), text.as_bytes()).map(|all| {
         all.into_iter()
-            .map(|(place, json)| (place, String::from_utf8(json).unwrap()))
+            .map(|(place, json, _)| (place, String::from_utf8(json).unwrap()))
             .collect()
     })
 }
@@ -96,4 +96,31 @@ fn yaml_without_a_configuration_or_not_yaml_is_refused() {
     assert!(e.starts_with("no Ankusa plugin configuration found"), "{e}");
     let e = found("x.yml", "a: [1\n").unwrap_err();
     assert!(e.starts_with("not valid YAML"), "{e}");
+}
+
+#[test]
+fn a_native_filter_loading_the_module_is_found_as_the_native_shells() {
+    let text = r#"
+http_filters:
+- name: envoy.filters.http.dynamic_modules
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
+    dynamic_module_config: { name: someone_else }
+    filter_config: { "@type": type.googleapis.com/google.protobuf.StringValue, value: '{"b": 2}' }
+- name: envoy.filters.http.dynamic_modules
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
+    dynamic_module_config: { name: ankusa_module }
+    filter_name: ankusa
+    filter_config: { "@type": type.googleapis.com/google.protobuf.StringValue, value: '{"a": 1}' }
+"#;
+    let all = configurations(Path::new("edge.yaml"), text.as_bytes()).unwrap();
+    assert_eq!(
+        all,
+        [(
+            "http_filters[1].typed_config.filter_config".to_string(),
+            br#"{"a": 1}"#.to_vec(),
+            Shell::Native
+        )]
+    );
 }

@@ -7,7 +7,7 @@ use super::metered;
 use super::scenario::Fault;
 use super::target::{hit_errors, Account, Budget, Target};
 use ankusa_testkit::access_log::{self, Held};
-use ankusa_testkit::envoy::{fleet_filter_config, Edge, EdgeSpec};
+use ankusa_testkit::envoy::{fleet_filter_config, Edge, EdgeSpec, Shell};
 use ankusa_testkit::fault::FaultProxy;
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::ports::free_port;
@@ -170,6 +170,7 @@ impl FaultFleet {
                     concurrency: 1,
                     filter_config: config.clone(),
                     vm_env: shape.vm_env.clone(),
+                    shell: Shell::from_env(),
                 })
             })
             .collect();

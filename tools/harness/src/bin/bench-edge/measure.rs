@@ -60,6 +60,8 @@ impl EdgeCounts {
         let text = http::get(&edge.admin_url("/stats/prometheus"))
             .map(|r| r.text())
             .unwrap_or_default();
+        // The native module's stats under the names Prometheus stores.
+        let text = ankusa_testkit::envoy::shell::as_scraped(&text);
         let m = |name: &str| find_metric(&text, name).unwrap_or(0.0);
         EdgeCounts {
             admitted: m(r#"ankusa_admissions_total{outcome="admitted"}"#),

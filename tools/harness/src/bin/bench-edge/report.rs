@@ -21,7 +21,7 @@ pub const GOALS: [(char, char, f64, &str); 3] = [
 pub const TOTAL_GOALS: [(char, char, f64, &str); 1] = [('c', 'p', 0.80, "fleet scopes / the peer")];
 
 /// Ratios printed for context, no goal attached.
-const CONTEXT: [(char, char, &str); 15] = [
+const CONTEXT: [(char, char, &str); 18] = [
     ('l', 'a', "native local_ratelimit / bare"),
     ('n', 'a', "no-op wasm / bare"),
     ('n', 'l', "no-op wasm / native local_ratelimit"),
@@ -37,6 +37,9 @@ const CONTEXT: [(char, char, &str); 15] = [
     ('p', 'f', "the peer / one-callout floor"),
     ('b', 'B', "node scopes / baseline build"),
     ('c', 'C', "fleet scopes / baseline build"),
+    ('N', 'b', "native module, node / wasm filter, node"),
+    ('D', 'd', "native module, verify / wasm filter, verify"),
+    ('N', 'n', "native module, node / no-op wasm"),
 ];
 
 /// Ratios of total CPU per hook (Envoy + the variant's own store and Redis).

@@ -2,7 +2,7 @@
 //! clusters, and what sits before the router.
 
 use super::peer::with_ratelimit;
-use ankusa_testkit::envoy::{fleet_filter_config, render, Edge, EdgeSpec};
+use ankusa_testkit::envoy::{fleet_filter_config, render, Edge, EdgeSpec, Shell};
 use ankusa_testkit::paths;
 use ankusa_tools::floors;
 use serde_json::{json, Value};
@@ -44,6 +44,9 @@ pub struct Variant {
     pub store_down: bool,
     /// Runs the filter build given by `--baseline-wasm` instead of this tree's.
     pub baseline: bool,
+    /// Runs the core as the native module (libankusa_module.so, profile
+    /// release-native) instead of the proxy-wasm filter.
+    pub native: bool,
 }
 
 impl Variant {
@@ -100,6 +103,7 @@ pub fn variants() -> Vec<Variant> {
         signed,
         store_down,
         baseline: false,
+        native: false,
     };
     let baseline = |key, name, config: &Value| Variant {
         baseline: true,
@@ -113,6 +117,28 @@ pub fn variants() -> Vec<Variant> {
         false,
         false,
     );
+    let native_node = Variant {
+        native: true,
+        ..v(
+            'N',
+            "native module, node scopes",
+            Module::Filter,
+            node.clone(),
+            false,
+            false,
+        )
+    };
+    let native_verified = Variant {
+        native: true,
+        ..v(
+            'D',
+            "native module, node, verify",
+            Module::Filter,
+            verified.clone(),
+            true,
+            false,
+        )
+    };
     let (node_base, fleet_base) = (
         baseline('B', "baseline build, node scopes", &node),
         baseline('C', "baseline build, fleet scopes", &fleet),
@@ -201,6 +227,8 @@ pub fn variants() -> Vec<Variant> {
         peer,
         node_base,
         fleet_base,
+        native_node,
+        native_verified,
     ]
 }
 
@@ -215,6 +243,11 @@ pub fn spawn(
     if variant.signed {
         spec.vm_env = vec![(SECRET_ENV.to_string(), SECRET.to_string())];
     }
+    spec.shell = if variant.native {
+        Shell::Native
+    } else {
+        Shell::Wasm
+    };
     let rendered = |spec: &EdgeSpec| render(spec, &paths::filter_wasm());
     match variant.module {
         Module::Filter if variant.baseline => {
@@ -345,6 +378,18 @@ mod tests {
         assert!(err.contains("--baseline-wasm"), "{err}");
     }
 
+    #[test]
+    fn the_native_variants_run_the_wasm_variants_configs_as_the_native_module() {
+        let v = variants();
+        let get = |k: char| v.iter().find(|x| x.key == k).unwrap();
+        for (native, wasm) in [('N', 'b'), ('D', 'd')] {
+            assert!(get(native).native && !get(wasm).native);
+            assert_eq!(get(native).config, get(wasm).config);
+            assert_eq!(get(native).signed, get(wasm).signed);
+            assert_eq!(get(native).module, Module::Filter);
+        }
+    }
+
     fn full() -> String {
         let spec = EdgeSpec::new("edge-t", 1, 2, json!({"sources": {}}));
         render(&spec, Path::new("/x.wasm"))
@@ -422,7 +467,7 @@ mod tests {
         }
         assert_eq!(open, fleet);
         let keys: String = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, "alnkfhbdcopBC");
+        assert_eq!(keys, "alnkfhbdcopBCND");
         let peer = get('p');
         assert!(peer.module == Module::Peer && !peer.needs_store() && !peer.hits_store());
     }

@@ -1,5 +1,5 @@
 //! One worker's micro-batched fleet hits: the host glue around
-//! [`ankusa_core::hook::batch`], which decides.
+//! [`crate::hook::batch`], which decides.
 //!
 //! A hook whose worker has no hit call in flight sends its own call from its
 //! own context, as before. A hook that arrives while one is in flight parks
@@ -17,11 +17,11 @@
 //! machine, performs the effects there, and resumes it. The machine stays
 //! parked until the hook's context takes it back on its next callback.
 
-use crate::host::Host;
-use ankusa_core::hook::batch::{Batcher, Submitted, Waiting};
-use ankusa_core::hook::machine;
-use ankusa_core::hook::settle::Queued;
-use ankusa_core::wire::version::StoreWire;
+use crate::hook::batch::{Batcher, Submitted, Waiting};
+use crate::hook::machine;
+use crate::hook::settle::Queued;
+use crate::shell::host::Host;
+use crate::wire::version::StoreWire;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -59,7 +59,7 @@ thread_local! {
 }
 
 /// Turns batching on with `queue`, this worker's wake queue (a name no
-/// other worker uses; see [`crate::root`]). Without one, every hook sends
+/// other worker uses; see the shell's root). Without one, every hook sends
 /// its own call.
 pub fn init(queue: Option<u32>) {
     STATE.with(|s| s.borrow_mut().wake = queue);
@@ -169,7 +169,7 @@ pub fn forget(id: u32) -> Option<machine::Hook> {
     })
 }
 
-/// This worker's batching state, for the root's sender ([`crate::batch_call`]).
+/// This worker's batching state, for the root's sender ([`crate::shell::batch_call`]).
 pub(crate) fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
     STATE.with(|s| f(&mut s.borrow_mut()))
 }

@@ -1,0 +1,28 @@
+//! The Ankusa admission filter as a native Envoy module
+//! (`envoy.filters.http.dynamic_modules`): the same core as the proxy-wasm
+//! filter, a second shell over [`ankusa_core::shell`].
+//!
+//! - [`abi`]: the dynamic-module ABI of the pinned Envoy, bound by hand, behind
+//!   safe handles.
+//! - [`hooks`]: the event hooks exported to Envoy, each catching a panic and
+//!   failing closed. With [`abi`], the ABI layer: the only files with `unsafe`.
+//! - [`filter`]: the configuration (the core's parser) and one stream's
+//!   filter: Envoy's hooks onto the core's stream.
+//! - [`host`]: the core's host over the ABI, local replies, and a worker's runtime.
+//!
+//! So far the module answers node scopes (rate limits and dedupe on the
+//! node alone); a configuration with a fleet scope is refused at start.
+//! Built with `cargo build -p ankusa-module --profile release-native`
+//! (`panic = "unwind"`): `target/release-native/libankusa_module.so`.
+#![deny(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+#[allow(unsafe_code)]
+pub mod abi;
+pub mod filter;
+#[allow(unsafe_code)]
+pub mod hooks;
+pub mod host;

