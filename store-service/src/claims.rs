@@ -65,7 +65,7 @@ impl ClaimsQuery {
                 }
             }
         }
-        q.node = node.ok_or("node: missing; say whose claims (node=NAME)")?;
+        q.node = node.ok_or("node: missing; say which node's (node=NAME)")?;
         if q.from_ms > q.to_ms {
             return Err(format!("from={} is after to={}", q.from_ms, q.to_ms));
         }
@@ -163,14 +163,7 @@ impl Pending {
         if self.key.is_empty() || self.key.len() > MAX_KEY_LEN {
             return bad("key", &self.key);
         }
-        let id_ok = |id: &str| {
-            !id.is_empty()
-                && id.len() <= MAX_HOOK_ID_LEN
-                && id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        };
-        if !id_ok(&self.hook_id) {
+        if !is_hook_id(&self.hook_id) {
             return bad("hook_id", &self.hook_id);
         }
         if !is_valid_name(&self.node) {
@@ -178,6 +171,16 @@ impl Pending {
         }
         Ok(())
     }
+}
+
+/// Whether `id` is a hook id as the wire takes one: 1 to
+/// [`MAX_HOOK_ID_LEN`] characters of `[A-Za-z0-9_-]`.
+pub fn is_hook_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_HOOK_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// `POST /v1/claims/release`: the claims to release, as listed.
