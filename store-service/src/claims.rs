@@ -12,6 +12,7 @@
 use crate::backend::ScanAt;
 use ankusa_core::hook::hook_id::unix_ms_of;
 use ankusa_core::limit::limits::{is_valid_id, is_valid_name, MAX_HOOK_ID_LEN, MAX_KEY_LEN};
+use ankusa_core::wire::BODY_CLAIM_SOURCE;
 use serde::{Deserialize, Serialize};
 
 /// Keys a step of `SCAN` looks at (a hint to Redis, `COUNT`).
@@ -157,7 +158,7 @@ impl Pending {
         if !is_valid_id(&self.tenant) {
             return bad("tenant", &self.tenant);
         }
-        if !is_valid_id(&self.source_id) {
+        if !is_source(&self.source_id) {
             return bad("source_id", &self.source_id);
         }
         if self.key.is_empty() || self.key.len() > MAX_KEY_LEN {
@@ -171,6 +172,12 @@ impl Pending {
         }
         Ok(())
     }
+}
+
+/// Whether `id` is a claim's source as the wire takes one: a source id, or
+/// the replay guard's body claims' own ([`BODY_CLAIM_SOURCE`]).
+pub fn is_source(id: &str) -> bool {
+    id == BODY_CLAIM_SOURCE || is_valid_id(id)
 }
 
 /// Whether `id` is a hook id as the wire takes one: 1 to
@@ -192,17 +199,27 @@ pub struct ReleaseRequest {
 
 impl ReleaseRequest {
     pub fn check(&self) -> Result<(), String> {
-        if self.claims.len() > MAX_RELEASE {
-            return Err(format!(
-                "claims: {} items, at most {MAX_RELEASE} a call",
-                self.claims.len()
-            ));
-        }
-        self.claims
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, c)| c.check(i))
+        check_items("claims", &self.claims, Pending::check)
     }
+}
+
+/// Checks the items of a release body's array `field`: at most
+/// [`MAX_RELEASE`], each by `check` (given its index, for the error).
+pub fn check_items<T>(
+    field: &str,
+    items: &[T],
+    check: impl Fn(&T, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    if items.len() > MAX_RELEASE {
+        return Err(format!(
+            "{field}: {} items, at most {MAX_RELEASE} a call",
+            items.len()
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, item)| check(item, i))
 }
 
 #[cfg(test)]
@@ -287,6 +304,9 @@ mod tests {
         let good = Pending::of("ankusa:{acme}:claim:gh:k", "p:h1:edge-a").unwrap();
         let mut bad = good.clone();
         bad.node = "edge a".into();
+        let mut body = good.clone();
+        body.source_id = BODY_CLAIM_SOURCE.into();
+        assert_eq!(body.check(0), Ok(()), "the replay guard's body claims too");
         let req = ReleaseRequest {
             claims: vec![good, bad],
         };

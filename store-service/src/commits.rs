@@ -16,7 +16,7 @@
 //! with receipts `required` (the default) the index holds nothing. Pure
 //! logic, no I/O.
 
-use crate::claims::{is_hook_id, ClaimsQuery, MAX_RELEASE};
+use crate::claims::{check_items, is_hook_id, is_source, ClaimsQuery};
 use crate::committed::{self, partition_ms};
 use ankusa_core::limit::limits::{is_valid_id, is_valid_name, MAX_KEY_LEN, TTL_MS};
 use serde::{Deserialize, Serialize};
@@ -135,7 +135,7 @@ impl Unproven {
         if !is_valid_name(&self.node) {
             return bad("node", &self.node);
         }
-        if !is_valid_id(&self.source_id) {
+        if !is_source(&self.source_id) {
             return bad("source_id", &self.source_id);
         }
         if self.key.is_empty() || self.key.len() > MAX_KEY_LEN {
@@ -175,16 +175,7 @@ pub struct ReleaseRequest {
 
 impl ReleaseRequest {
     pub fn check(&self) -> Result<(), String> {
-        if self.commits.len() > MAX_RELEASE {
-            return Err(format!(
-                "commits: {} items, at most {MAX_RELEASE} a call",
-                self.commits.len()
-            ));
-        }
-        self.commits
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, c)| c.check(i))
+        check_items("commits", &self.commits, Unproven::check)
     }
 }
 
@@ -277,7 +268,7 @@ mod tests {
             assert!(err.contains(&format!("commits[1].{field}")), "{err}");
         }
         let many = ReleaseRequest {
-            commits: vec![good; MAX_RELEASE + 1],
+            commits: vec![good; crate::claims::MAX_RELEASE + 1],
         };
         assert!(many.check().unwrap_err().contains("at most 1000"));
     }
