@@ -10,7 +10,7 @@
 
 use crate::common::{charge, list_all, Db, Http, Service};
 use crate::scopes::operator_config;
-use ankusa_core::wire::receipt;
+use ankusa_core::wire::{receipt, BODY_CLAIM_SOURCE};
 use ankusa_store::committed::Layout;
 use ankusa_store::receipts::{Keys, Mode};
 use ankusa_testkit::redis::{Redis, RedisCluster};
@@ -61,9 +61,16 @@ impl Calls<'_> {
 
     /// A hit claiming `claim` as its node: the answer's result and id.
     async fn hit(&self, claim: &Value) -> (String, Value) {
-        let body = json!({"charges": [charge("hooks", claim["tenant"].as_str().unwrap_or(""),
-                                             1, 1_000_000, 1_000_000)],
-                          "claim": claim, "node": claim["node"]});
+        self.hit_in("claim", claim).await
+    }
+
+    /// [`Calls::hit`] with the claim as `field`: `claim`, or the replay
+    /// guard's `replay` (a body claim).
+    async fn hit_in(&self, field: &str, claim: &Value) -> (String, Value) {
+        let mut body = json!({"charges": [charge("hooks", claim["tenant"].as_str().unwrap_or(""),
+                                                 1, 1_000_000, 1_000_000)],
+                              "claim": null, "node": claim["node"]});
+        body[field] = claim.clone();
         let (status, answer) = self.post(&self.edge, "/v1/hit", &body).await;
         assert_eq!(status, 200, "{answer}");
         let result = answer["result"].as_str().unwrap_or_default().to_string();
@@ -73,7 +80,12 @@ impl Calls<'_> {
     /// Claims and promotes `claim` under its own hook id with `receipt`:
     /// what the store applied.
     async fn commit(&self, claim: &Value, receipt: Option<String>) -> u64 {
-        assert_eq!(self.hit(claim).await.0, "ok");
+        self.commit_in("claim", claim, receipt).await
+    }
+
+    /// [`Calls::commit`] of a claim made as `field` (see [`Calls::hit_in`]).
+    async fn commit_in(&self, field: &str, claim: &Value, receipt: Option<String>) -> u64 {
+        assert_eq!(self.hit_in(field, claim).await.0, "ok");
         let mut op = json!({"op": "promote", "claim": claim, "hook_id": claim["hook_id"]});
         if let Some(r) = receipt {
             op["receipt"] = r.into();
@@ -134,6 +146,10 @@ async fn commits_on(db: Db, receipts: Receipts, layout: Layout) {
         );
         assert_eq!(calls.commit(&made_up, None).await, 1, "applied unproven");
     }
+    // And the replay guard's claim on a signed body.
+    let mut body = claim("t4", "gh:sha256:00ff", "made-up-body", "edge-x");
+    body["source_id"] = BODY_CLAIM_SOURCE.into();
+    assert_eq!(calls.commit_in("replay", &body, None).await, 1);
     let other = claim("t1", "other", "made-up-y", "edge-y");
     assert_eq!(calls.commit(&other, None).await, 1);
     // A delivery of edge-x committed with a valid receipt: not indexed
@@ -147,7 +163,7 @@ async fn commits_on(db: Db, receipts: Receipts, layout: Layout) {
             .metric("ankusa_store_settle_ops_total{op=\"promote\"}")
             .await
             - before,
-        (MADE_UP + 2) as f64
+        (MADE_UP + 3) as f64
     );
     // The real delivery of evt-3 is a duplicate of the made-up commit.
     let real = claim(&tenant(3), "evt-3", "real-3", "edge-x");
@@ -176,6 +192,7 @@ async fn commits_on(db: Db, receipts: Receipts, layout: Layout) {
     // Every made-up commit of edge-x is listed, with its hook id and time.
     let listed = calls.list("node=edge-x").await;
     let mut want: Vec<String> = (0..MADE_UP).map(|i| format!("evt-{i}")).collect();
+    want.push("gh:sha256:00ff".into());
     if receipts == Receipts::Off {
         // No key: a receipt sent is not checked, so that commit is unproven too.
         want.push("proven".into());
@@ -184,11 +201,21 @@ async fn commits_on(db: Db, receipts: Receipts, layout: Layout) {
     assert_eq!(keys_of(&listed), want);
     for c in &listed {
         assert_eq!(c["node"], "edge-x", "{c}");
-        assert_eq!(c["source_id"], "gh", "{c}");
         assert_eq!(c["ttl_ms"], 600_000, "{c}");
-        let i = c["key"].as_str().unwrap_or("").trim_start_matches("evt-");
-        if c["key"] != "proven" {
-            assert_eq!(c["hook_id"], format!("made-up-{i}"), "{c}");
+        let key = c["key"].as_str().unwrap_or("");
+        if let Some(i) = key.strip_prefix("evt-") {
+            assert_eq!(
+                (&c["source_id"], &c["hook_id"]),
+                (&json!("gh"), &json!(format!("made-up-{i}"))),
+                "{c}"
+            );
+        }
+        if key == "gh:sha256:00ff" {
+            assert_eq!(
+                (&c["source_id"], &c["hook_id"]),
+                (&json!(BODY_CLAIM_SOURCE), &json!("made-up-body")),
+                "{c}"
+            );
         }
     }
     let at = listed[0]["at_ms"].as_u64().expect("at_ms");
@@ -280,6 +307,13 @@ async fn commits_on(db: Db, receipts: Receipts, layout: Layout) {
         .hit(&claim(&tenant(3), "evt-3", "real-3b", "edge-x"))
         .await;
     assert_eq!((result.as_str(), &id), ("duplicate", &json!("real-3")));
+    let mut real_body = claim("t4", "gh:sha256:00ff", "real-body", "edge-x");
+    real_body["source_id"] = BODY_CLAIM_SOURCE.into();
+    assert_eq!(
+        calls.hit_in("replay", &real_body).await.0,
+        "ok",
+        "the body is free again"
+    );
     if layout == Layout::Dual {
         assert_eq!(
             db.get(&format!("ankusa:{{{}}}:claim:gh:evt-3", tenant(3))),

@@ -3,6 +3,7 @@
 
 use ankusa_store::{server, Config};
 use ankusa_testkit::redis::{cli, Redis, RedisCluster};
+use ankusa_testkit::store::Store;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -328,4 +329,15 @@ pub async fn list_all(
         }
     }
     panic!("the listing of {what} never ended");
+}
+
+/// `store` (the binary, started by the caller) once it answers `/readyz`;
+/// its log in the failure otherwise.
+pub fn ready(store: Store) -> Store {
+    assert!(
+        store.wait_ready(Duration::from_secs(10)),
+        "{}",
+        store.proc.log_tail()
+    );
+    store
 }

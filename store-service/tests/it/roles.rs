@@ -5,6 +5,7 @@
 //! form the role table of RELIABILITY.md ("Hostile input"), which this test
 //! checks is the table the store gives now.
 
+use crate::common::ready;
 use ankusa_testkit::http::{request, Response};
 use ankusa_testkit::paths::workspace_root;
 use ankusa_testkit::redis::Redis;
@@ -125,12 +126,7 @@ fn expected(method: &str, path: &str, heading: &str) -> &'static str {
 #[test]
 fn each_role_gets_its_endpoints_and_the_table_is_the_documented_one() {
     let redis = Redis::start();
-    let store = Store::start(&redis.url());
-    assert!(
-        store.wait_ready(Duration::from_secs(10)),
-        "{}",
-        store.proc.log_tail()
-    );
+    let store = ready(Store::start(&redis.url()));
     let callers = callers();
     let mut table = String::from("| call |");
     for c in &callers {

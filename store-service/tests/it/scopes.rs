@@ -5,7 +5,7 @@
 //! shrink the fleet's live-edge count (every edge's share of a quota while
 //! degraded) by more than the allowance.
 
-use crate::common::{charge, list_all, Db, Http, Service};
+use crate::common::{charge, list_all, ready, Db, Http, Service};
 use ankusa_store::tokens::{RoleTokens, Tokens};
 use ankusa_store::{edges, Config};
 use ankusa_testkit::http::{request, Response};
@@ -285,12 +285,7 @@ fn store_with_edge_file(scratch: &str, text: &str) -> (Redis, Store, std::path::
     let file = scratch_dir(scratch).join("edge.tokens");
     std::fs::write(&file, text).expect("write");
     let args = ["--edge-token-file", &file.display().to_string()];
-    let store = Store::start_with_env(free_port(), &redis.url(), &args, &[]);
-    assert!(
-        store.wait_ready(Duration::from_secs(10)),
-        "{}",
-        store.proc.log_tail()
-    );
+    let store = ready(Store::start_with_env(free_port(), &redis.url(), &args, &[]));
     (redis, store, file)
 }
 
