@@ -149,29 +149,48 @@ impl Pending {
 
     /// Checks a claim named in a release; errors name the item and field.
     pub fn check(&self, i: usize) -> Result<(), String> {
-        let bad = |field: &str, value: &str| {
-            Err(format!(
-                "claims[{i}].{field}: {:?} is not a valid {field}",
-                value.chars().take(64).collect::<String>()
-            ))
-        };
-        if !is_valid_id(&self.tenant) {
-            return bad("tenant", &self.tenant);
-        }
-        if !is_source(&self.source_id) {
-            return bad("source_id", &self.source_id);
-        }
-        if self.key.is_empty() || self.key.len() > MAX_KEY_LEN {
-            return bad("key", &self.key);
-        }
-        if !is_hook_id(&self.hook_id) {
-            return bad("hook_id", &self.hook_id);
-        }
-        if !is_valid_name(&self.node) {
-            return bad("node", &self.node);
-        }
-        Ok(())
+        check_fields(
+            &format!("claims[{i}]"),
+            [
+                &self.tenant,
+                &self.source_id,
+                &self.key,
+                &self.hook_id,
+                &self.node,
+            ],
+        )
     }
+}
+
+/// Checks what a released claim or commit names, `[tenant, source_id, key,
+/// hook_id, node]`, as item `item` of the body; errors name the item, the
+/// field and its value (cut to 64 characters).
+pub fn check_fields(
+    item: &str,
+    [tenant, source_id, key, hook_id, node]: [&str; 5],
+) -> Result<(), String> {
+    let bad = |field: &str, value: &str| {
+        Err(format!(
+            "{item}.{field}: {:?} is not a valid {field}",
+            value.chars().take(64).collect::<String>()
+        ))
+    };
+    if !is_valid_id(tenant) {
+        return bad("tenant", tenant);
+    }
+    if !is_source(source_id) {
+        return bad("source_id", source_id);
+    }
+    if key.is_empty() || key.len() > MAX_KEY_LEN {
+        return bad("key", key);
+    }
+    if !is_hook_id(hook_id) {
+        return bad("hook_id", hook_id);
+    }
+    if !is_valid_name(node) {
+        return bad("node", node);
+    }
+    Ok(())
 }
 
 /// Whether `id` is a claim's source as the wire takes one: a source id, or

@@ -16,9 +16,9 @@
 //! with receipts `required` (the default) the index holds nothing. Pure
 //! logic, no I/O.
 
-use crate::claims::{check_items, is_hook_id, is_source, ClaimsQuery};
+use crate::claims::{check_fields, check_items, ClaimsQuery};
 use crate::committed::{self, partition_ms};
-use ankusa_core::limit::limits::{is_valid_id, is_valid_name, MAX_KEY_LEN, TTL_MS};
+use ankusa_core::limit::limits::TTL_MS;
 use serde::{Deserialize, Serialize};
 
 /// The prefix of a node's index for one series (the settle script appends
@@ -123,27 +123,16 @@ impl Unproven {
 
     /// Checks a commit named in a release; errors name the item, field and value.
     pub fn check(&self, i: usize) -> Result<(), String> {
-        let bad = |field: &str, value: &str| {
-            Err(format!(
-                "commits[{i}].{field}: {:?} is not a valid {field}",
-                value.chars().take(64).collect::<String>()
-            ))
-        };
-        if !is_valid_id(&self.tenant) {
-            return bad("tenant", &self.tenant);
-        }
-        if !is_valid_name(&self.node) {
-            return bad("node", &self.node);
-        }
-        if !is_source(&self.source_id) {
-            return bad("source_id", &self.source_id);
-        }
-        if self.key.is_empty() || self.key.len() > MAX_KEY_LEN {
-            return bad("key", &self.key);
-        }
-        if !is_hook_id(&self.hook_id) {
-            return bad("hook_id", &self.hook_id);
-        }
+        check_fields(
+            &format!("commits[{i}]"),
+            [
+                &self.tenant,
+                &self.source_id,
+                &self.key,
+                &self.hook_id,
+                &self.node,
+            ],
+        )?;
         if !(TTL_MS.min..=TTL_MS.max).contains(&self.ttl_ms) {
             return Err(format!(
                 "commits[{i}].ttl_ms: {} is outside {}..={}",
