@@ -9,10 +9,11 @@
 //! A promote applied without a verified receipt (receipts off, or
 //! `--receipts accept-missing` and none sent) is also recorded, by the same
 //! settle script call that commits it, in its node's index: a hash
-//! `ankusa:{tenant}:unproven:<node>:<ttl_ms>:<p>` per partition `p` of the
-//! committed layout ([`crate::committed`]), field the event's digest, value
-//! `<commit ms>:<hook id>:<source>:<event key>`, expiring with the
-//! partition's committed entries. A receipt-verified commit is not recorded:
+//! `ankusa:{tenant}:unproven:<node>:<ttl_ms>:<minute>` per minute of commit
+//! time ([`INDEX_MINUTE_MS`]), field the event's digest, value `<commit
+//! ms>:<hook id>:<source>:<event key>`, expiring with the partition of the
+//! committed layout its entries were written to ([`crate::committed`]), so
+//! no hash grows past a minute's commits. A receipt-verified commit is not recorded:
 //! with receipts `required` (the default) the index holds nothing. Pure
 //! logic, no I/O.
 
@@ -21,8 +22,11 @@ use crate::committed::{self, partition_ms};
 use ankusa_core::limit::limits::TTL_MS;
 use serde::{Deserialize, Serialize};
 
+/// The time bucket of a node's index: a minute (`60000` in the settle script).
+pub const INDEX_MINUTE_MS: u64 = 60_000;
+
 /// The prefix of a node's index for one series (the settle script appends
-/// `:<p>`): `ankusa:{tenant}:unproven:<node>:<ttl_ms>`, the tenant's hash tag.
+/// `:<minute>`): `ankusa:{tenant}:unproven:<node>:<ttl_ms>`, the tenant's hash tag.
 pub fn index_series(tenant: &str, node: &str, ttl_ms: u64) -> String {
     format!("ankusa:{{{tenant}}}:unproven:{node}:{ttl_ms}")
 }
@@ -89,12 +93,12 @@ impl Unproven {
         self.at_ms / partition_ms(self.ttl_ms)
     }
 
-    /// The index hash that lists it.
+    /// The index hash that lists it: its minute's.
     pub fn index_key(&self) -> String {
         format!(
             "{}:{}",
             index_series(&self.tenant, &self.node, self.ttl_ms),
-            self.partition()
+            self.at_ms / INDEX_MINUTE_MS
         )
     }
 
@@ -143,7 +147,7 @@ impl Unproven {
     }
 }
 
-/// `ankusa:{<tenant>}:unproven:<node>:<ttl_ms>:<p>` → tenant, node, ttl_ms.
+/// `ankusa:{<tenant>}:unproven:<node>:<ttl_ms>:<minute>` → tenant, node, ttl_ms.
 fn parse_index_key(redis_key: &str) -> Option<(&str, &str, u64)> {
     let rest = redis_key.strip_prefix("ankusa:{")?;
     let (tenant, rest) = rest.split_once("}:unproven:")?;
@@ -175,7 +179,7 @@ mod tests {
     const HOOK: &str = "0190b6f5-7c1a-7def-8abc-0123456789ab";
 
     fn listed() -> Unproven {
-        let key = "ankusa:{acme}:unproven:edge-a:600000:6000000";
+        let key = "ankusa:{acme}:unproven:edge-a:600000:30000000";
         let value = format!("1800000000123:{HOOK}:gh:evt:1 with: colons");
         let all = Unproven::all_of(key, &[(vec![1; 14], value.into_bytes())]);
         assert_eq!(all.len(), 1, "{all:?}");
@@ -196,7 +200,7 @@ mod tests {
         assert_eq!(c.partition(), 1_800_000_000_123 / 300_000);
         assert_eq!(
             c.index_key(),
-            "ankusa:{acme}:unproven:edge-a:600000:6000000"
+            "ankusa:{acme}:unproven:edge-a:600000:30000000"
         );
         let (keys, args) = c.release_call();
         assert_eq!(keys[1], "ankusa:{acme}:claim:gh:evt:1 with: colons");

@@ -28,12 +28,17 @@ pub struct Step<T = Option<String>> {
 /// A hash's fields and values, as `HGETALL` gives them.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// What a step reads of each key found: a string's value, a hash's entries
-/// (a key of another type, none of ours that match, reads as nothing).
+/// What a step reads of each key found: a string's value, or a hash's
+/// entries, about [`HASH_COUNT`] at most (`HSCAN`'s first page: a hash
+/// listed after some of its entries were deleted gives the next ones). A
+/// key of another type (none of ours that match) reads as nothing.
 const READ_STRING: &str = "if redis.call('TYPE', KEYS[1]).ok == 'string' then \
      return redis.call('GET', KEYS[1]) end return false";
 const READ_HASH: &str = "if redis.call('TYPE', KEYS[1]).ok == 'hash' then \
-     return redis.call('HGETALL', KEYS[1]) end return {}";
+     return redis.call('HSCAN', KEYS[1], 0, 'COUNT', ARGV[1])[2] end return {}";
+
+/// The entries of one hash a step reads, about (a hint to Redis, `COUNT`).
+pub const HASH_COUNT: u32 = 1_000;
 
 impl Backend {
     /// How many key spaces a scan walks: 1, or the Cluster's masters.
@@ -59,7 +64,9 @@ impl Backend {
         pattern: &str,
         count: u32,
     ) -> Result<Step, StoreError> {
-        let step = self.scan_reading(at, pattern, count, READ_STRING).await?;
+        let step = self
+            .scan_reading(at, pattern, count, (READ_STRING, 0))
+            .await?;
         let found = step
             .found
             .into_iter()
@@ -77,14 +84,17 @@ impl Backend {
         })
     }
 
-    /// [`Backend::scan_step`] over hashes: `HGETALL` of every key found.
+    /// [`Backend::scan_step`] over hashes: about [`HASH_COUNT`] entries of
+    /// every key found.
     pub async fn scan_hash_step(
         &self,
         at: ScanAt,
         pattern: &str,
         count: u32,
     ) -> Result<Step<Pairs>, StoreError> {
-        let step = self.scan_reading(at, pattern, count, READ_HASH).await?;
+        let step = self
+            .scan_reading(at, pattern, count, (READ_HASH, HASH_COUNT))
+            .await?;
         let bytes = |v: &Value| match v {
             Value::BulkString(b) => Some(b.clone()),
             _ => None,
@@ -109,13 +119,14 @@ impl Backend {
         })
     }
 
-    /// One step, each key found read by the script `read` (one key).
+    /// One step, each key found read by the script `read` (one key, and
+    /// its one argument).
     async fn scan_reading(
         &self,
         at: ScanAt,
         pattern: &str,
         count: u32,
-        read: &str,
+        read: (&str, u32),
     ) -> Result<Step<Value>, StoreError> {
         let redis = |e: redis::RedisError| StoreError::from_redis(&e);
         let (spaces, reply) = if self.is_cluster() {
@@ -160,7 +171,7 @@ async fn scan_on<C: ConnectionLike + Send>(
     cursor: u64,
     pattern: &str,
     count: u32,
-    read: &str,
+    (read, arg): (&str, u32),
 ) -> redis::RedisResult<Found> {
     let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
         .arg(cursor)
@@ -175,7 +186,7 @@ async fn scan_on<C: ConnectionLike + Send>(
     }
     let mut reads = redis::pipe();
     for key in &keys {
-        reads.cmd("EVAL").arg(read).arg(1).arg(key);
+        reads.cmd("EVAL").arg(read).arg(1).arg(key).arg(arg);
     }
     let values: Vec<Value> = reads.query_async(conn).await?;
     Ok((next, keys.into_iter().zip(values).collect()))

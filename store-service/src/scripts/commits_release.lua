@@ -2,10 +2,11 @@
 -- store-service/src/commits.rs), only while the node's index still lists it
 -- under that hook id and its event is still committed under it. Preceded by
 -- claims.lua.
--- KEYS[1]: the index hash "ankusa:{t}:unproven:<node>:<ttl_ms>:<p>";
+-- KEYS[1]: the index hash "ankusa:{t}:unproven:<node>:<ttl_ms>:<minute>";
 -- KEYS[2]: the event's key of the old layout (written under "dual").
 -- ARGV[1]: the series "ankusa:{t}:committed:<ttl_ms>"; ARGV[2]: the
--- partition p; ARGV[3]: the event's digest; ARGV[4]: the hook id.
+-- partition p it was committed to; ARGV[3]: the event's digest; ARGV[4]:
+-- the hook id.
 -- Returns 1 when the commit was removed (the compact entry, and the old
 -- layout's "c:<hook id>" if there), 0 when nothing changed: not listed
 -- (gone, or another hook's), or committed under another hook id.

@@ -379,3 +379,30 @@ async fn with_receipts_required_nothing_is_indexed() {
     assert!(calls.list("node=edge-x").await.is_empty());
     store.stop().await;
 }
+
+/// A page reads a bounded part of a large minute's index hash (about 1 000
+/// entries of it), not the whole hash in one reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_page_reads_a_bounded_part_of_a_large_index_hash() {
+    let db = Db::Single(Redis::start());
+    let (edge, operator) = (fresh_token("edge"), fresh_token("operator"));
+    let store = Service::start(operator_config(&db, &edge, &operator)).await;
+    store.wait_ready(Duration::from_secs(20)).await;
+    let fill = "for i = 1, 2500 do redis.call('HSET', KEYS[1], 'd' .. i, \
+                '1800000000000:h-' .. i .. ':gh:k-' .. i) end return 1";
+    let key = "ankusa:{t1}:unproven:edge-big:600000:30000000";
+    assert_eq!(db.cli(&["EVAL", fill, "1", key]), "1");
+    let calls = Calls {
+        http: Http::new(),
+        store: &store,
+        edge,
+        operator,
+    };
+    let listed = calls.list("node=edge-big").await;
+    assert!(
+        !listed.is_empty() && listed.len() < 2_500,
+        "{} of 2 500 entries in one listing",
+        listed.len()
+    );
+    store.stop().await;
+}
