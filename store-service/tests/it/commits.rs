@@ -13,6 +13,7 @@ use crate::scopes::operator_config;
 use ankusa_core::wire::{receipt, BODY_CLAIM_SOURCE};
 use ankusa_store::committed::Layout;
 use ankusa_store::receipts::{Keys, Mode};
+use ankusa_store::Config;
 use ankusa_testkit::redis::{Redis, RedisCluster};
 use ankusa_testkit::token::fresh_token;
 use serde_json::{json, Value};
@@ -107,6 +108,26 @@ impl Calls<'_> {
     }
 }
 
+/// A store on `db` with a leaked edge token (`edge-*`) and an operator
+/// token, its configuration changed by `change`, once ready; the tokens.
+async fn start(db: &Db, change: impl FnOnce(Config) -> Config) -> (Service, [String; 2]) {
+    let (edge, operator) = (fresh_token("leaked"), fresh_token("operator"));
+    let store = Service::start(change(operator_config(db, &edge, &operator))).await;
+    store.wait_ready(Duration::from_secs(20)).await;
+    (store, [edge, operator])
+}
+
+impl<'a> Calls<'a> {
+    fn new(store: &'a Service, [edge, operator]: [String; 2]) -> Calls<'a> {
+        Calls {
+            http: Http::new(),
+            store,
+            edge,
+            operator,
+        }
+    }
+}
+
 fn keys_of(listed: &[Value]) -> Vec<String> {
     let mut keys: Vec<String> = listed
         .iter()
@@ -117,20 +138,16 @@ fn keys_of(listed: &[Value]) -> Vec<String> {
 }
 
 async fn commits_on(db: Db, receipts: Receipts, layout: Layout) {
-    let (edge, operator) = (fresh_token("leaked"), fresh_token("operator"));
-    let mut config = operator_config(&db, &edge, &operator);
-    if receipts == Receipts::AcceptMissing {
-        config = config.with_receipts(Keys::new(&[KEY]).expect("a key"), Some(Mode::AcceptMissing));
-    }
-    config.committed_layout = layout;
-    let store = Service::start(config).await;
-    store.wait_ready(Duration::from_secs(20)).await;
-    let calls = Calls {
-        http: Http::new(),
-        store: &store,
-        edge,
-        operator,
-    };
+    let (store, tokens) = start(&db, |mut config| {
+        if receipts == Receipts::AcceptMissing {
+            let key = Keys::new(&[KEY]).expect("a key");
+            config = config.with_receipts(key, Some(Mode::AcceptMissing));
+        }
+        config.committed_layout = layout;
+        config
+    })
+    .await;
+    let calls = Calls::new(&store, tokens);
 
     // The leaked token commits made-up claims as edge-x, and one as edge-y.
     let before = calls
@@ -351,17 +368,11 @@ async fn without_a_receipt_key_every_commit_is_listed_and_released_in_both_layou
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_receipts_required_nothing_is_indexed() {
     let db = Db::Single(Redis::start());
-    let (edge, operator) = (fresh_token("edge"), fresh_token("operator"));
-    let config = operator_config(&db, &edge, &operator)
-        .with_receipts(Keys::new(&[KEY]).expect("a key"), None);
-    let store = Service::start(config).await;
-    store.wait_ready(Duration::from_secs(20)).await;
-    let calls = Calls {
-        http: Http::new(),
-        store: &store,
-        edge,
-        operator,
-    };
+    let (store, tokens) = start(&db, |config| {
+        config.with_receipts(Keys::new(&[KEY]).expect("a key"), None)
+    })
+    .await;
+    let calls = Calls::new(&store, tokens);
     let proof = receipt::receipt(KEY.as_bytes(), "t1", "real-1");
     assert_eq!(
         calls
@@ -385,19 +396,12 @@ async fn with_receipts_required_nothing_is_indexed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_page_reads_a_bounded_part_of_a_large_index_hash() {
     let db = Db::Single(Redis::start());
-    let (edge, operator) = (fresh_token("edge"), fresh_token("operator"));
-    let store = Service::start(operator_config(&db, &edge, &operator)).await;
-    store.wait_ready(Duration::from_secs(20)).await;
+    let (store, tokens) = start(&db, |config| config).await;
     let fill = "for i = 1, 2500 do redis.call('HSET', KEYS[1], 'd' .. i, \
                 '1800000000000:h-' .. i .. ':gh:k-' .. i) end return 1";
     let key = "ankusa:{t1}:unproven:edge-big:600000:30000000";
     assert_eq!(db.cli(&["EVAL", fill, "1", key]), "1");
-    let calls = Calls {
-        http: Http::new(),
-        store: &store,
-        edge,
-        operator,
-    };
+    let calls = Calls::new(&store, tokens);
     let listed = calls.list("node=edge-big").await;
     assert!(
         !listed.is_empty() && listed.len() < 2_500,
