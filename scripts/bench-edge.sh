@@ -42,6 +42,10 @@
 #       # and (N), (D): the same node configurations as (b), (d) run by the
 #       # native module (libankusa_module.so, Envoy's dynamic modules filter)
 #       # instead of the wasm filter. Only run when ONLY names them
+#   MODE=concurrent PER_ENVOY=1,4,32 ONLY=nkbfhc ROUNDS=3 scripts/bench-edge.sh
+#       # the wasm filter's regression goals, each printed met or not: node
+#       # (b)/(k) <= 1.10, fleet (c)/(h) <= 1.25 at 1 and 4 clients and
+#       # <= 0.95 at 32 (lines starting "regression")
 #   MODE=concurrent PER_ENVOY=1,4,32 ONLY=nkb ROUNDS=5 scripts/bench-edge.sh
 #       # and (k), the host-call floor: the no-op filter making every host
 #       # call a node hook makes (headers read, clock, the bucket's get and

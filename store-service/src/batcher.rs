@@ -11,6 +11,7 @@
 //! slow. The edge keeps the batch and retries it.
 
 use crate::backend::{Backend, Node};
+use crate::commits;
 use crate::committed;
 use crate::errors::StoreError;
 use crate::keys;
@@ -346,6 +347,9 @@ pub const OPS_PER_CALL: usize = 64;
 /// answered with, in the layout of `--committed-layout`; one whose pending
 /// key expired, or that names a key its hook never held, changes nothing
 /// (the redelivery is admitted and the upstream's own index catches the copy).
+/// A promote with no receipt is one applied unproven (`ops` come from
+/// `receipts::screen`, which leaves a receipt only where it verified one):
+/// the call also records it in its node's index of unproven commits.
 pub fn settle_calls<'a>(
     backend: &Backend,
     ops: impl IntoIterator<Item = &'a SettleOp>,
@@ -382,6 +386,22 @@ pub fn settle_calls<'a>(
                             .arg(&committed::lookup_args(claim)[..])
                             .arg(&["", ""][..]);
                     }
+                }
+            }
+            // Each promote without a verified receipt, for its node's index
+            // (see `commits`): its place in the call (from 1) and the series.
+            for (at, (_, op)) in chunk.iter().enumerate() {
+                if let SettleOp::Promote {
+                    claim,
+                    receipt: None,
+                    ..
+                } = op
+                {
+                    cmd.arg(at + 1).arg(commits::index_series(
+                        &claim.tenant,
+                        &claim.node,
+                        claim.ttl_ms,
+                    ));
                 }
             }
             calls.push((cmd, chunk.iter().map(|(i, _)| *i).collect()));

@@ -12,6 +12,7 @@
 use crate::backend::ScanAt;
 use ankusa_core::hook::hook_id::unix_ms_of;
 use ankusa_core::limit::limits::{is_valid_id, is_valid_name, MAX_HOOK_ID_LEN, MAX_KEY_LEN};
+use ankusa_core::wire::BODY_CLAIM_SOURCE;
 use serde::{Deserialize, Serialize};
 
 /// Keys a step of `SCAN` looks at (a hint to Redis, `COUNT`).
@@ -65,7 +66,7 @@ impl ClaimsQuery {
                 }
             }
         }
-        q.node = node.ok_or("node: missing; say whose claims (node=NAME)")?;
+        q.node = node.ok_or("node: missing; say which node's (node=NAME)")?;
         if q.from_ms > q.to_ms {
             return Err(format!("from={} is after to={}", q.from_ms, q.to_ms));
         }
@@ -148,36 +149,64 @@ impl Pending {
 
     /// Checks a claim named in a release; errors name the item and field.
     pub fn check(&self, i: usize) -> Result<(), String> {
-        let bad = |field: &str, value: &str| {
-            Err(format!(
-                "claims[{i}].{field}: {:?} is not a valid {field}",
-                value.chars().take(64).collect::<String>()
-            ))
-        };
-        if !is_valid_id(&self.tenant) {
-            return bad("tenant", &self.tenant);
-        }
-        if !is_valid_id(&self.source_id) {
-            return bad("source_id", &self.source_id);
-        }
-        if self.key.is_empty() || self.key.len() > MAX_KEY_LEN {
-            return bad("key", &self.key);
-        }
-        let id_ok = |id: &str| {
-            !id.is_empty()
-                && id.len() <= MAX_HOOK_ID_LEN
-                && id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        };
-        if !id_ok(&self.hook_id) {
-            return bad("hook_id", &self.hook_id);
-        }
-        if !is_valid_name(&self.node) {
-            return bad("node", &self.node);
-        }
-        Ok(())
+        check_fields(
+            &format!("claims[{i}]"),
+            [
+                &self.tenant,
+                &self.source_id,
+                &self.key,
+                &self.hook_id,
+                &self.node,
+            ],
+        )
     }
+}
+
+/// Checks what a released claim or commit names, `[tenant, source_id, key,
+/// hook_id, node]`, as item `item` of the body; errors name the item, the
+/// field and its value (cut to 64 characters).
+pub fn check_fields(
+    item: &str,
+    [tenant, source_id, key, hook_id, node]: [&str; 5],
+) -> Result<(), String> {
+    let bad = |field: &str, value: &str| {
+        Err(format!(
+            "{item}.{field}: {:?} is not a valid {field}",
+            value.chars().take(64).collect::<String>()
+        ))
+    };
+    if !is_valid_id(tenant) {
+        return bad("tenant", tenant);
+    }
+    if !is_source(source_id) {
+        return bad("source_id", source_id);
+    }
+    if key.is_empty() || key.len() > MAX_KEY_LEN {
+        return bad("key", key);
+    }
+    if !is_hook_id(hook_id) {
+        return bad("hook_id", hook_id);
+    }
+    if !is_valid_name(node) {
+        return bad("node", node);
+    }
+    Ok(())
+}
+
+/// Whether `id` is a claim's source as the wire takes one: a source id, or
+/// the replay guard's body claims' own ([`BODY_CLAIM_SOURCE`]).
+pub fn is_source(id: &str) -> bool {
+    id == BODY_CLAIM_SOURCE || is_valid_id(id)
+}
+
+/// Whether `id` is a hook id as the wire takes one: 1 to
+/// [`MAX_HOOK_ID_LEN`] characters of `[A-Za-z0-9_-]`.
+pub fn is_hook_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_HOOK_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// `POST /v1/claims/release`: the claims to release, as listed.
@@ -189,17 +218,27 @@ pub struct ReleaseRequest {
 
 impl ReleaseRequest {
     pub fn check(&self) -> Result<(), String> {
-        if self.claims.len() > MAX_RELEASE {
-            return Err(format!(
-                "claims: {} items, at most {MAX_RELEASE} a call",
-                self.claims.len()
-            ));
-        }
-        self.claims
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, c)| c.check(i))
+        check_items("claims", &self.claims, Pending::check)
     }
+}
+
+/// Checks the items of a release body's array `field`: at most
+/// [`MAX_RELEASE`], each by `check` (given its index, for the error).
+pub fn check_items<T>(
+    field: &str,
+    items: &[T],
+    check: impl Fn(&T, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    if items.len() > MAX_RELEASE {
+        return Err(format!(
+            "{field}: {} items, at most {MAX_RELEASE} a call",
+            items.len()
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, item)| check(item, i))
 }
 
 #[cfg(test)]
@@ -284,6 +323,9 @@ mod tests {
         let good = Pending::of("ankusa:{acme}:claim:gh:k", "p:h1:edge-a").unwrap();
         let mut bad = good.clone();
         bad.node = "edge a".into();
+        let mut body = good.clone();
+        body.source_id = BODY_CLAIM_SOURCE.into();
+        assert_eq!(body.check(0), Ok(()), "the replay guard's body claims too");
         let req = ReleaseRequest {
             claims: vec![good, bad],
         };

@@ -63,7 +63,8 @@ pub fn digest(claim: &Claim) -> [u8; DIGEST_LEN] {
     digest_of(&claim.source_id, &claim.key)
 }
 
-fn digest_of(source: &str, key: &str) -> [u8; DIGEST_LEN] {
+/// [`digest`] of an event named by its source and key.
+pub fn digest_of(source: &str, key: &str) -> [u8; DIGEST_LEN] {
     let mut sha = Sha256::new();
     sha.update((source.len() as u32).to_be_bytes());
     sha.update(source.as_bytes());

@@ -10,6 +10,10 @@ use hyper::Method;
 pub const CLAIMS_PATH: &str = "/v1/claims";
 /// The operators' release of claims that listing gave.
 pub const CLAIMS_RELEASE_PATH: &str = "/v1/claims/release";
+/// The operators' listing of the commits a node made unproven (see [`crate::commits`]).
+pub const COMMITS_PATH: &str = "/v1/commits";
+/// The operators' release of commits that listing gave.
+pub const COMMITS_RELEASE_PATH: &str = "/v1/commits/release";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endpoint {
@@ -25,13 +29,17 @@ pub enum Endpoint {
     Claims,
     /// `POST /v1/claims/release`: release claims listed by `Claims`.
     ClaimsRelease,
+    /// `GET /v1/commits?node=…`: the commits a node made without a verified receipt.
+    Commits,
+    /// `POST /v1/commits/release`: release commits listed by `Commits`.
+    CommitsRelease,
     Metrics,
     Healthz,
     Readyz,
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 11] = [
+    pub const ALL: [Endpoint; 13] = [
         Endpoint::Hit,
         Endpoint::Hits,
         Endpoint::Settle,
@@ -40,6 +48,8 @@ impl Endpoint {
         Endpoint::Override,
         Endpoint::Claims,
         Endpoint::ClaimsRelease,
+        Endpoint::Commits,
+        Endpoint::CommitsRelease,
         Endpoint::Metrics,
         Endpoint::Healthz,
         Endpoint::Readyz,
@@ -63,6 +73,8 @@ impl Endpoint {
             Endpoint::Overrides | Endpoint::Override => wire::OVERRIDES_PATH,
             Endpoint::Claims => CLAIMS_PATH,
             Endpoint::ClaimsRelease => CLAIMS_RELEASE_PATH,
+            Endpoint::Commits => COMMITS_PATH,
+            Endpoint::CommitsRelease => COMMITS_RELEASE_PATH,
             Endpoint::Metrics => "/metrics",
             Endpoint::Healthz => "/healthz",
             Endpoint::Readyz => "/readyz",
@@ -80,6 +92,8 @@ impl Endpoint {
             Endpoint::Override => "override",
             Endpoint::Claims => "claims",
             Endpoint::ClaimsRelease => "claims_release",
+            Endpoint::Commits => "commits",
+            Endpoint::CommitsRelease => "commits_release",
             Endpoint::Metrics => "metrics",
             Endpoint::Healthz => "healthz",
             Endpoint::Readyz => "readyz",
@@ -94,7 +108,8 @@ impl Endpoint {
             | Endpoint::Hits
             | Endpoint::Settle
             | Endpoint::Reset
-            | Endpoint::ClaimsRelease => method == Method::POST,
+            | Endpoint::ClaimsRelease
+            | Endpoint::CommitsRelease => method == Method::POST,
             Endpoint::Override => matches!(*method, Method::GET | Method::PUT | Method::DELETE),
             _ => method == Method::GET,
         }
@@ -109,9 +124,12 @@ impl Endpoint {
                 Some(Role::Edge)
             }
             Endpoint::Override if method == Method::GET => Some(Role::Edge),
-            Endpoint::Override | Endpoint::Reset | Endpoint::Claims | Endpoint::ClaimsRelease => {
-                Some(Role::Operator)
-            }
+            Endpoint::Override
+            | Endpoint::Reset
+            | Endpoint::Claims
+            | Endpoint::ClaimsRelease
+            | Endpoint::Commits
+            | Endpoint::CommitsRelease => Some(Role::Operator),
             Endpoint::Metrics | Endpoint::Healthz | Endpoint::Readyz => None,
         }
     }
@@ -161,6 +179,11 @@ mod tests {
             Endpoint::ClaimsRelease.role(&Method::POST),
             Some(Role::Operator)
         );
+        assert_eq!(Endpoint::Commits.role(&Method::GET), Some(Role::Operator));
+        assert_eq!(
+            Endpoint::CommitsRelease.role(&Method::POST),
+            Some(Role::Operator)
+        );
         assert_eq!(Endpoint::Metrics.role(&Method::GET), None);
     }
 
@@ -181,7 +204,9 @@ mod tests {
                 "overrides",
                 "override",
                 "claims",
-                "claims_release"
+                "claims_release",
+                "commits",
+                "commits_release"
             ]
         );
         assert!(Endpoint::Override.allows(&Method::DELETE));

@@ -12,6 +12,7 @@
 //! - [`backend`]: the Redis connection, made and probed in the background.
 //! - [`scripts`] and [`keys`]: the Lua scripts and the key names they touch.
 //! - [`claims`]: the pending claims a node made, as an operator lists and releases them.
+//! - [`commits`]: the commits a node made without a verified receipt, as an operator lists and releases them.
 //! - [`committed`]: the compact layout of committed claims (`--committed-layout`).
 //! - [`override_log`]: the versioned log of override changes that edges poll.
 //! - [`edges`]: the edges heard from lately, counted in Redis within each token's allowance,
@@ -25,6 +26,7 @@ pub mod auth;
 pub mod backend;
 pub mod batcher;
 pub mod claims;
+pub mod commits;
 pub mod committed;
 pub mod config;
 pub mod conns;

@@ -167,6 +167,8 @@ impl Metrics {
             ("reset", "role"),
             ("claims", "role"),
             ("claims_release", "role"),
+            ("commits", "role"),
+            ("commits_release", "role"),
         ] {
             forbidden.with_label_values(&[endpoint, reason]);
         }

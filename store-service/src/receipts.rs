@@ -188,10 +188,13 @@ pub type SharedReceipts = Arc<RwLock<Receipts>>;
 
 /// The settle operations of `ops` to apply, in order: each promote's
 /// receipt checked and counted (`ankusa_store_receipts_total{result,applied}`).
+/// A promote returned holds a receipt only when it was verified: one sent
+/// to a store without a key is returned without it, so what is applied
+/// unproven reads as such (and is indexed by node, see `commits`).
 pub fn screen(receipts: &SharedReceipts, metrics: &Metrics, ops: Vec<SettleOp>) -> Vec<SettleOp> {
     let receipts = receipts.read().unwrap_or_else(|p| p.into_inner());
     if *receipts == Receipts::Off {
-        return ops;
+        return ops.into_iter().map(unproven).collect();
     }
     ops.into_iter()
         .filter(|op| match receipts.judge(op) {
@@ -202,6 +205,18 @@ pub fn screen(receipts: &SharedReceipts, metrics: &Metrics, ops: Vec<SettleOp>) 
             }
         })
         .collect()
+}
+
+/// `op` as applied without a check: a promote's receipt dropped.
+fn unproven(op: SettleOp) -> SettleOp {
+    match op {
+        SettleOp::Promote { claim, hook_id, .. } => SettleOp::Promote {
+            claim,
+            hook_id,
+            receipt: None,
+        },
+        release => release,
+    }
 }
 
 /// Reads the key file (`file`) again on every SIGHUP, beside the keys

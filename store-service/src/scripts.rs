@@ -11,6 +11,7 @@ pub const CLAIMS_LUA: &str = include_str!("scripts/claims.lua");
 const HIT_BODY: &str = include_str!("scripts/hit.lua");
 const SETTLE_BODY: &str = include_str!("scripts/settle_batch.lua");
 const CLAIMS_RELEASE_LUA: &str = include_str!("scripts/claims_release.lua");
+const COMMITS_RELEASE_BODY: &str = include_str!("scripts/commits_release.lua");
 
 pub struct Scripts {
     pub hit: Script,
@@ -19,6 +20,8 @@ pub struct Scripts {
     pub settle: Script,
     /// An operator's release of a claim a node left pending (see `claims`).
     pub claims_release: Script,
+    /// An operator's removal of a commit a node made unproven (see `commits`).
+    pub commits_release: Script,
     /// `SCRIPT LOAD` of the hit script, then of the settle script: what a
     /// pipeline of hits (`..1`) or of hits and settles (`..`) sends first
     /// after a `NOSCRIPT` or a redirect, and a settle flush (`[1]`) every
@@ -39,6 +42,7 @@ impl Scripts {
             hit: Script::new(&hit),
             settle: Script::new(&settle),
             claims_release: Script::new(CLAIMS_RELEASE_LUA),
+            commits_release: Script::new(&format!("{CLAIMS_LUA}\n{COMMITS_RELEASE_BODY}")),
             loads: [load(&hit), load(&settle)],
         }
     }

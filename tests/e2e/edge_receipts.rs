@@ -44,7 +44,7 @@ fn config() -> Value {
     })
 }
 
-fn edge(name: &str, intake: &Intake, store: &Store) -> Edge {
+pub(crate) fn edge(name: &str, intake: &Intake, store: &Store) -> Edge {
     let mut spec = EdgeSpec::new(
         &format!("{name}-{}", free_port()),
         intake.port,
@@ -56,7 +56,7 @@ fn edge(name: &str, intake: &Intake, store: &Store) -> Edge {
 }
 
 /// A GitHub delivery `delivery` of `body` to `path`, signed.
-fn deliver(edge: &Edge, path: &str, delivery: &str, body: &[u8]) -> Response {
+pub(crate) fn deliver(edge: &Edge, path: &str, delivery: &str, body: &[u8]) -> Response {
     let sig = body_mac::sign(SECRET.as_bytes(), "sha256=", Encoding::Hex, body);
     edge.post(
         path,
@@ -86,14 +86,14 @@ fn as_an_edge(store: &Store, path: &str, body: &Value) -> Value {
 }
 
 /// The attacker's claim on `key` of `source` under a made-up hook id.
-fn made_up_claim(source: &str, key: &str) -> Value {
+pub(crate) fn made_up_claim(source: &str, key: &str) -> Value {
     json!({"tenant": "acme", "source_id": source, "key": key, "hook_id": "made-up-hook",
            "node": "attacker", "ttl_ms": 3_600_000, "pending_ttl_ms": ATTACK_PENDING_MS})
 }
 
 /// The two calls: claim (as `field`: `claim` or the replay guard's `replay`),
 /// then promote it under the made-up id. The store's `applied` for the promote.
-fn attack(store: &Store, field: &str, claim: &Value) -> Value {
+pub(crate) fn attack(store: &Store, field: &str, claim: &Value) -> Value {
     let mut hit = json!({"charges": [], "claim": null});
     hit[field] = claim.clone();
     let answer = as_an_edge(store, "/v1/hit", &hit);
@@ -121,13 +121,13 @@ fn deliver_while_pending(edge: &Edge, path: &str, delivery: &str, body: &[u8]) -
 }
 
 /// The first answer to `delivery` that isn't a 409.
-fn settled_answer(edge: &Edge, path: &str, delivery: &str, body: &[u8]) -> Response {
+pub(crate) fn settled_answer(edge: &Edge, path: &str, delivery: &str, body: &[u8]) -> Response {
     let mut answers = deliver_while_pending(edge, path, delivery, body);
     answers.pop().expect("an answer")
 }
 
 /// A 201 naming hook `id` a duplicate.
-fn assert_duplicate_of(answer: &Response, id: &str) {
+pub(crate) fn assert_duplicate_of(answer: &Response, id: &str) {
     assert_eq!(
         (
             answer.status,
@@ -141,7 +141,7 @@ fn assert_duplicate_of(answer: &Response, id: &str) {
 }
 
 /// What the intake stored under `event_key`: the hooks' ids.
-fn stored_ids(intake: &Intake, event_key: &str) -> Vec<String> {
+pub(crate) fn stored_ids(intake: &Intake, event_key: &str) -> Vec<String> {
     intake
         .hooks()
         .iter()

@@ -8,6 +8,7 @@
 //! With `ANKUSA_RELIABILITY_DIR` set, the figures go to `hostile-*.md` there
 //! (`scripts/reliability.sh` puts them in `RELIABILITY.md`).
 
+mod commits;
 mod floods;
 mod names;
 

@@ -26,7 +26,7 @@ mod slots;
 pub use conn::Conn;
 pub use direct::Addr;
 pub use once::Once;
-pub use scan::{ScanAt, Step};
+pub use scan::{Pairs, ScanAt, Step};
 pub use slots::{parse_cluster_slots, Node, SlotOwner};
 
 pub struct Backend {

@@ -1,7 +1,7 @@
 //! One bounded step of `SCAN` over every key of the store's Redis: on a
 //! single Redis, the one key space; on a Cluster, each master's in turn (in
 //! the order of the slot map, by address), each on its own connection. The
-//! operators' listing of claims walks it a step per call.
+//! operators' listings of claims and of commits walk it a step per call.
 
 use super::direct::Addr;
 use super::{Backend, PROBE_TIMEOUT};
@@ -17,12 +17,28 @@ pub struct ScanAt {
     pub cursor: u64,
 }
 
-/// One step's keys with their values (None: gone, or not a string), and
-/// the next position (None: every key space was walked).
-pub struct Step {
-    pub found: Vec<(String, Option<String>)>,
+/// One step's keys with their values, and the next position (None: every
+/// key space was walked). `T`: a string's value (None: gone, or not a
+/// string), or a hash's fields and values (empty: gone, or not a hash).
+pub struct Step<T = Option<String>> {
+    pub found: Vec<(String, T)>,
     pub next: Option<ScanAt>,
 }
+
+/// A hash's fields and values, as `HGETALL` gives them.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// What a step reads of each key found: a string's value, or a hash's
+/// entries, about [`HASH_COUNT`] at most (`HSCAN`'s first page: a hash
+/// listed after some of its entries were deleted gives the next ones). A
+/// key of another type (none of ours that match) reads as nothing.
+const READ_STRING: &str = "if redis.call('TYPE', KEYS[1]).ok == 'string' then \
+     return redis.call('GET', KEYS[1]) end return false";
+const READ_HASH: &str = "if redis.call('TYPE', KEYS[1]).ok == 'hash' then \
+     return redis.call('HSCAN', KEYS[1], 0, 'COUNT', ARGV[1])[2] end return {}";
+
+/// The entries of one hash a step reads, about (a hint to Redis, `COUNT`).
+pub const HASH_COUNT: u32 = 1_000;
 
 impl Backend {
     /// How many key spaces a scan walks: 1, or the Cluster's masters.
@@ -48,6 +64,70 @@ impl Backend {
         pattern: &str,
         count: u32,
     ) -> Result<Step, StoreError> {
+        let step = self
+            .scan_reading(at, pattern, count, (READ_STRING, 0))
+            .await?;
+        let found = step
+            .found
+            .into_iter()
+            .map(|(key, value)| {
+                let text = match value {
+                    Value::BulkString(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                    _ => None,
+                };
+                (key, text)
+            })
+            .collect();
+        Ok(Step {
+            found,
+            next: step.next,
+        })
+    }
+
+    /// [`Backend::scan_step`] over hashes: about [`HASH_COUNT`] entries of
+    /// every key found.
+    pub async fn scan_hash_step(
+        &self,
+        at: ScanAt,
+        pattern: &str,
+        count: u32,
+    ) -> Result<Step<Pairs>, StoreError> {
+        let step = self
+            .scan_reading(at, pattern, count, (READ_HASH, HASH_COUNT))
+            .await?;
+        let bytes = |v: &Value| match v {
+            Value::BulkString(b) => Some(b.clone()),
+            _ => None,
+        };
+        let found = step
+            .found
+            .into_iter()
+            .map(|(key, value)| {
+                let pairs = match value {
+                    Value::Array(items) => items
+                        .chunks_exact(2)
+                        .filter_map(|p| Some((bytes(&p[0])?, bytes(&p[1])?)))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                (key, pairs)
+            })
+            .collect();
+        Ok(Step {
+            found,
+            next: step.next,
+        })
+    }
+
+    /// One step, each key found read by the script `read` (one key, and
+    /// its one argument).
+    async fn scan_reading(
+        &self,
+        at: ScanAt,
+        pattern: &str,
+        count: u32,
+        read: (&str, u32),
+    ) -> Result<Step<Value>, StoreError> {
         let redis = |e: redis::RedisError| StoreError::from_redis(&e);
         let (spaces, reply) = if self.is_cluster() {
             let masters = self.scan_targets();
@@ -62,11 +142,11 @@ impl Backend {
             let mut conn = self.direct.get(addr, PROBE_TIMEOUT).await.map_err(redis)?;
             (
                 masters.len(),
-                scan_on(&mut conn, at.cursor, pattern, count).await,
+                scan_on(&mut conn, at.cursor, pattern, count, read).await,
             )
         } else {
             let mut conn = self.conn()?;
-            (1, scan_on(&mut conn, at.cursor, pattern, count).await)
+            (1, scan_on(&mut conn, at.cursor, pattern, count, read).await)
         };
         let (cursor, found) = reply.map_err(redis)?;
         let next = match cursor {
@@ -84,13 +164,14 @@ impl Backend {
     }
 }
 
-type Found = (u64, Vec<(String, Option<String>)>);
+type Found = (u64, Vec<(String, Value)>);
 
 async fn scan_on<C: ConnectionLike + Send>(
     conn: &mut C,
     cursor: u64,
     pattern: &str,
     count: u32,
+    (read, arg): (&str, u32),
 ) -> redis::RedisResult<Found> {
     let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
         .arg(cursor)
@@ -103,25 +184,10 @@ async fn scan_on<C: ConnectionLike + Send>(
     if keys.is_empty() {
         return Ok((next, Vec::new()));
     }
-    let mut gets = redis::pipe();
+    let mut reads = redis::pipe();
     for key in &keys {
-        // A key of another type (none of ours match) reads as nothing.
-        gets.cmd("EVAL")
-            .arg("if redis.call('TYPE', KEYS[1]).ok == 'string' then return redis.call('GET', KEYS[1]) end return false")
-            .arg(1)
-            .arg(key);
+        reads.cmd("EVAL").arg(read).arg(1).arg(key).arg(arg);
     }
-    let values: Vec<Value> = gets.query_async(conn).await?;
-    let found = keys
-        .into_iter()
-        .zip(values)
-        .map(|(key, value)| {
-            let text = match value {
-                Value::BulkString(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-                _ => None,
-            };
-            (key, text)
-        })
-        .collect();
-    Ok((next, found))
+    let values: Vec<Value> = reads.query_async(conn).await?;
+    Ok((next, keys.into_iter().zip(values).collect()))
 }

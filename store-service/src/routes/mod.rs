@@ -2,6 +2,7 @@
 //! body and budget, and turning results into responses and metrics.
 
 mod claims;
+mod commits;
 pub mod hit;
 mod hits;
 mod nodes;
@@ -149,6 +150,8 @@ async fn route(shared: Arc<Shared>, req: Request<Incoming>, endpoint: Option<End
         Endpoint::Reset => reset::reset(&shared, req).await,
         Endpoint::Claims => claims::list(&shared, req).await,
         Endpoint::ClaimsRelease => claims::release(&shared, req).await,
+        Endpoint::Commits => commits::list(&shared, req).await,
+        Endpoint::CommitsRelease => commits::release(&shared, req).await,
         Endpoint::Overrides => overrides::list(&shared, req).await,
         Endpoint::Override => overrides::one(&shared, req).await,
         Endpoint::Metrics => {

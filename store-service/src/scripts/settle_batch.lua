@@ -61,4 +61,27 @@ for i = 1, #KEYS do
   end
 end
 committed_flush(parts)
+-- BEGIN unproven commits (issue 35; store-service/src/commits.rs). After
+-- the 1 + 7 * #KEYS arguments above, 2 per promote applied without a
+-- verified receipt: its op's index i, and its node's index series
+-- "ankusa:{t}:unproven:<node>:<ttl_ms>". Each that committed here ('ok') is
+-- recorded in that series' hash for the minute it committed in, field its
+-- digest, value "<commit ms>:<hook id>:<source>:<event key>", expiring with
+-- the partition it committed to (or a later one's, written since). A
+-- proven promote carries none: nothing is written.
+for j = 2 + 7 * #KEYS, #ARGV, 2 do
+  local i = tonumber(ARGV[j])
+  if out[i] == 'ok' then
+    local at = 7 * i - 5
+    local ttl = tonumber(ARGV[at + 3])
+    local len = math.ceil(ttl / 2)
+    local p = math.floor(clock() / len)
+    local index = committed_name(ARGV[j + 1], math.floor(clock() / 60000))
+    local event = string.match(KEYS[i], '^ankusa:{[^}]*}:claim:(.*)$')
+    redis.call('HSET', index, ARGV[at + 4],
+      string.format('%.0f', clock()) .. ':' .. ARGV[at + 6] .. ':' .. event)
+    redis.call('PEXPIREAT', index, string.format('%.0f', (p + 1) * len + ttl))
+  end
+end
+-- END unproven commits
 return out

@@ -4,6 +4,7 @@
 //! reset of any tenant) are tried here as such a caller would, over plain
 //! HTTP, and must now be answered 401 with Redis untouched.
 
+use crate::common::ready;
 use ankusa_testkit::http::{get, request, Response};
 use ankusa_testkit::paths::workspace_bin;
 use ankusa_testkit::ports::free_port;
@@ -53,20 +54,10 @@ fn assert_unauthorized(res: &Response, secret: Option<&str>) {
     }
 }
 
-fn ready_store(redis: &Redis) -> Store {
-    let store = Store::start(&redis.url());
-    assert!(
-        store.wait_ready(Duration::from_secs(10)),
-        "{}",
-        store.proc.log_tail()
-    );
-    store
-}
-
 #[test]
 fn no_token_or_a_wrong_one_is_refused_and_counted() {
     let redis = Redis::start();
-    let store = ready_store(&redis);
+    let store = ready(Store::start(&redis.url()));
     for path in ["/v1/hit", "/v1/hits", "/v1/settle", "/v1/reset", "/v1/nope"] {
         assert_unauthorized(&post(&store, path, None, &json!({})), None);
     }
@@ -159,17 +150,12 @@ fn every_token_of_the_file_and_the_environment_is_accepted() {
         format!("# rotation: new first, old until the edges moved\n{new}\n{old}\n"),
     )
     .expect("write the token file");
-    let store = Store::start_with_env(
+    let store = ready(Store::start_with_env(
         free_port(),
         &redis.url(),
         &["--edge-token-file", &file.display().to_string()],
         &[(EDGE_TOKENS_ENV, &from_env)],
-    );
-    assert!(
-        store.wait_ready(Duration::from_secs(10)),
-        "{}",
-        store.proc.log_tail()
-    );
+    ));
     for (i, token) in [&old, &new, &from_env].into_iter().enumerate() {
         let res = post(&store, "/v1/hit", Some(token), &hit(&format!("k{i}")));
         assert_eq!(res.status, 200, "token {i}: {}", res.text());
@@ -188,7 +174,7 @@ fn every_token_of_the_file_and_the_environment_is_accepted() {
 #[test]
 fn the_token_is_not_on_the_store_command_line() {
     let redis = Redis::start();
-    let store = ready_store(&redis);
+    let store = ready(Store::start(&redis.url()));
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", store.proc.pid()))
         .expect("read the store's /proc cmdline");
     let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
@@ -333,7 +319,7 @@ fn the_redis_password_never_reaches_the_log() {
 #[test]
 fn attack_a_forged_promote_is_refused_and_writes_nothing() {
     let redis = Redis::start();
-    let store = ready_store(&redis);
+    let store = ready(Store::start(&redis.url()));
     let forged =
         json!({"ops": [{"op": "promote", "hook_id": "forged", "claim": claim("never-delivered")}]});
     assert_unauthorized(&post(&store, "/v1/settle", None, &forged), None);
@@ -367,7 +353,7 @@ fn attack_a_forged_promote_is_refused_and_writes_nothing() {
 #[test]
 fn attack_an_oversized_charge_is_refused_and_the_tenant_stays_open() {
     let redis = Redis::start();
-    let store = ready_store(&redis);
+    let store = ready(Store::start(&redis.url()));
     // The largest charge the wire allows: 2³² units at 1 per second.
     let lockout = json!({"charges": [{"kind": "hooks", "tenant": "acme",
         "units": 4_294_967_296u64, "rate": 1, "burst": 4_294_967_296u64}], "claim": null});
@@ -382,7 +368,7 @@ fn attack_an_oversized_charge_is_refused_and_the_tenant_stays_open() {
 #[test]
 fn attack_a_reset_of_another_tenant_is_refused() {
     let redis = Redis::start();
-    let store = ready_store(&redis);
+    let store = ready(Store::start(&redis.url()));
     // 50 units at 1/s: the bucket stays 50 s, whatever the machine's load.
     let slow = json!({"charges": [{"kind": "hooks", "tenant": "acme", "units": 50, "rate": 1,
                                     "burst": 100}], "claim": null});
@@ -415,7 +401,7 @@ fn sighup_reads_each_roles_file_again_and_a_bad_file_keeps_that_roles_tokens() {
     let (edge_file, op_file) = (dir.join("edge.tokens"), dir.join("operator.tokens"));
     std::fs::write(&edge_file, format!("{old}\n")).expect("write");
     std::fs::write(&op_file, format!("{op_old}\n")).expect("write");
-    let store = Store::start_with_env(
+    let store = ready(Store::start_with_env(
         free_port(),
         &redis.url(),
         &[
@@ -425,12 +411,7 @@ fn sighup_reads_each_roles_file_again_and_a_bad_file_keeps_that_roles_tokens() {
             &op_file.display().to_string(),
         ],
         &[],
-    );
-    assert!(
-        store.wait_ready(Duration::from_secs(10)),
-        "{}",
-        store.proc.log_tail()
-    );
+    ));
     let status = |token: &str, key: &str| post(&store, "/v1/hit", Some(token), &hit(key)).status;
     let reset =
         |token: &str| post(&store, "/v1/reset", Some(token), &json!({"tenant": "acme"})).status;

@@ -3,6 +3,7 @@
 
 use ankusa_store::{server, Config};
 use ankusa_testkit::redis::{cli, Redis, RedisCluster};
+use ankusa_testkit::store::Store;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -296,4 +297,47 @@ pub fn promote(claim: &Value, hook_id: &str) -> Value {
 
 pub fn release(claim: &Value) -> Value {
     json!({"op": "release", "claim": claim})
+}
+
+/// Every page of the operators' listing `GET /v1/<what>?<query>` (`claims`
+/// or `commits`), following its cursor to the end: the items, each page's
+/// `<what>` array.
+pub async fn list_all(
+    http: &Http,
+    store: &Service,
+    operator: &str,
+    what: &str,
+    query: &str,
+) -> Vec<Value> {
+    let bearer = format!("Bearer {operator}");
+    let mut cursor: Option<String> = None;
+    let mut all = Vec::new();
+    for _ in 0..1_000 {
+        let mut url = store.at(&format!("/v1/{what}?{query}"));
+        if let Some(c) = &cursor {
+            url.push_str(&format!("&cursor={c}"));
+        }
+        let (status, text) = http
+            .send("GET", &url, &[("authorization", bearer.as_str())], vec![])
+            .await;
+        assert_eq!(status, 200, "{text}");
+        let page: Value = serde_json::from_str(&text).expect("JSON");
+        all.extend(page[what].as_array().cloned().unwrap_or_default());
+        match page["cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return all,
+        }
+    }
+    panic!("the listing of {what} never ended");
+}
+
+/// `store` (the binary, started by the caller) once it answers `/readyz`;
+/// its log in the failure otherwise.
+pub fn ready(store: Store) -> Store {
+    assert!(
+        store.wait_ready(Duration::from_secs(10)),
+        "{}",
+        store.proc.log_tail()
+    );
+    store
 }

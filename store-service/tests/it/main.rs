@@ -3,6 +3,7 @@
 mod auth;
 mod bad_input;
 mod cli;
+mod commits;
 mod committed;
 mod common;
 mod connections;

@@ -5,7 +5,7 @@
 //! real delivery look like a duplicate; each test below that makes it is
 //! answered `duplicate` by a store without receipts.
 
-use crate::common::{charge, claim, promote, release, Db, Http, Service};
+use crate::common::{charge, claim, promote, ready, release, Db, Http, Service};
 use ankusa_core::wire::receipt;
 use ankusa_store::receipts::{Keys, Mode};
 use ankusa_store::Config;
@@ -312,7 +312,7 @@ fn the_key_file_is_read_again_on_sighup_and_no_key_is_ever_logged() {
     let file = dir.join("receipt.key");
     let (old, new) = (KEY, "receipts-rotated-key-0123456789abcdef012");
     std::fs::write(&file, format!("# the intake's key\n{old}\n")).expect("write");
-    let store = Store::start_with_env(
+    let store = ready(Store::start_with_env(
         free_port(),
         &redis.url(),
         &["--receipt-key-file", &file.display().to_string()],
@@ -320,12 +320,7 @@ fn the_key_file_is_read_again_on_sighup_and_no_key_is_ever_logged() {
             "ANKUSA_STORE_EDGE_TOKENS",
             ankusa_testkit::token::run_token(),
         )],
-    );
-    assert!(
-        store.wait_ready(Duration::from_secs(10)),
-        "{}",
-        store.proc.log_tail()
-    );
+    ));
     let (name, value) = auth_header();
     let post = |path: &str, body: &Value| -> Response {
         let res = request(

@@ -5,6 +5,7 @@
 //! form the role table of RELIABILITY.md ("Hostile input"), which this test
 //! checks is the table the store gives now.
 
+use crate::common::ready;
 use ankusa_testkit::http::{request, Response};
 use ankusa_testkit::paths::workspace_root;
 use ankusa_testkit::redis::Redis;
@@ -74,6 +75,12 @@ fn calls() -> Vec<(&'static str, &'static str, String)> {
             "/v1/claims/release",
             json!({"claims": []}).to_string(),
         ),
+        ("GET", "/v1/commits?node=edge-1", String::new()),
+        (
+            "POST",
+            "/v1/commits/release",
+            json!({"commits": []}).to_string(),
+        ),
     ]
 }
 
@@ -106,7 +113,8 @@ fn expected(method: &str, path: &str, heading: &str) -> &'static str {
     let operators_only = method == "PUT"
         || method == "DELETE"
         || path == "/v1/reset"
-        || path.starts_with("/v1/claims");
+        || path.starts_with("/v1/claims")
+        || path.starts_with("/v1/commits");
     match heading {
         "no token" | "a wrong token" => "401",
         "edge and operator token (two headers)" => "400",
@@ -118,12 +126,7 @@ fn expected(method: &str, path: &str, heading: &str) -> &'static str {
 #[test]
 fn each_role_gets_its_endpoints_and_the_table_is_the_documented_one() {
     let redis = Redis::start();
-    let store = Store::start(&redis.url());
-    assert!(
-        store.wait_ready(Duration::from_secs(10)),
-        "{}",
-        store.proc.log_tail()
-    );
+    let store = ready(Store::start(&redis.url()));
     let callers = callers();
     let mut table = String::from("| call |");
     for c in &callers {
@@ -176,8 +179,15 @@ fn each_role_gets_its_endpoints_and_the_table_is_the_documented_one() {
         2.0
     );
     assert_eq!(
+        store.metric(r#"ankusa_store_forbidden_total{endpoint="commits",reason="role"}"#)
+            + store.metric(
+                r#"ankusa_store_forbidden_total{endpoint="commits_release",reason="role"}"#
+            ),
+        2.0
+    );
+    assert_eq!(
         store.metric(r#"ankusa_store_errors_total{cause="forbidden"}"#),
-        5.0
+        7.0
     );
 
     let doc = std::fs::read_to_string(workspace_root().join("RELIABILITY.md"))

@@ -5,7 +5,7 @@
 //! shrink the fleet's live-edge count (every edge's share of a quota while
 //! degraded) by more than the allowance.
 
-use crate::common::{charge, Db, Http, Service};
+use crate::common::{charge, list_all, ready, Db, Http, Service};
 use ankusa_store::tokens::{RoleTokens, Tokens};
 use ankusa_store::{edges, Config};
 use ankusa_testkit::http::{request, Response};
@@ -285,12 +285,7 @@ fn store_with_edge_file(scratch: &str, text: &str) -> (Redis, Store, std::path::
     let file = scratch_dir(scratch).join("edge.tokens");
     std::fs::write(&file, text).expect("write");
     let args = ["--edge-token-file", &file.display().to_string()];
-    let store = Store::start_with_env(free_port(), &redis.url(), &args, &[]);
-    assert!(
-        store.wait_ready(Duration::from_secs(10)),
-        "{}",
-        store.proc.log_tail()
-    );
+    let store = ready(Store::start_with_env(free_port(), &redis.url(), &args, &[]));
     (redis, store, file)
 }
 
@@ -378,7 +373,7 @@ fn a_bare_token_line_works_for_any_name_with_a_warning_and_a_bounded_allowance()
 }
 
 /// A store with one leaked pattern token and an operator token.
-fn operator_config(db: &Db, leaked: &str, operator: &str) -> Config {
+pub fn operator_config(db: &Db, leaked: &str, operator: &str) -> Config {
     let mut config = Config::for_redis(&db.url()).with_tokens(RoleTokens {
         edge: Tokens::new(&[format!("{leaked} nodes=edge-* live=4")]).expect("edge token"),
         operator: Tokens::from_list(operator, ankusa_store::tokens::Role::Operator)
@@ -386,29 +381,6 @@ fn operator_config(db: &Db, leaked: &str, operator: &str) -> Config {
     });
     config.edges_ttl_ms = TTL_MS;
     config
-}
-
-async fn list_all(http: &Http, store: &Service, operator: &str, query: &str) -> Vec<Value> {
-    let bearer = format!("Bearer {operator}");
-    let mut cursor: Option<String> = None;
-    let mut all = Vec::new();
-    for _ in 0..1_000 {
-        let mut url = store.at(&format!("/v1/claims?{query}"));
-        if let Some(c) = &cursor {
-            url.push_str(&format!("&cursor={c}"));
-        }
-        let (status, text) = http
-            .send("GET", &url, &[("authorization", bearer.as_str())], vec![])
-            .await;
-        assert_eq!(status, 200, "{text}");
-        let page: Value = serde_json::from_str(&text).expect("JSON");
-        all.extend(page["claims"].as_array().cloned().unwrap_or_default());
-        match page["cursor"].as_str() {
-            Some(next) => cursor = Some(next.to_string()),
-            None => return all,
-        }
-    }
-    panic!("the listing never ended");
 }
 
 async fn claims_on(db: Db) {
@@ -457,7 +429,7 @@ async fn claims_on(db: Db) {
 
     // From base+10 s to base+19 s: 10 claims, and the one with no time.
     let query = format!("node=edge-x&from={}&to={}", base + 10_000, base + 19_000);
-    let listed = list_all(&http, &store, &operator, &query).await;
+    let listed = list_all(&http, &store, &operator, "claims", &query).await;
     let mut keys: Vec<String> = listed
         .iter()
         .map(|c| c["key"].as_str().unwrap_or("?").to_string())
@@ -469,7 +441,7 @@ async fn claims_on(db: Db) {
     assert_eq!(keys, want);
     assert!(listed.iter().all(|c| c["node"] == "edge-x"));
     // One tenant only.
-    let t3 = list_all(&http, &store, &operator, "node=edge-x&tenant=t3").await;
+    let t3 = list_all(&http, &store, &operator, "claims", "node=edge-x&tenant=t3").await;
     assert!(
         !t3.is_empty() && t3.iter().all(|c| c["tenant"] == "t3"),
         "{t3:?}"
@@ -500,10 +472,10 @@ async fn claims_on(db: Db) {
         (Some(10), Some(1))
     );
     assert_eq!(db.get(&again_key), "p:someone-else:edge-x");
-    let left = list_all(&http, &store, &operator, "node=edge-x").await;
+    let left = list_all(&http, &store, &operator, "claims", "node=edge-x").await;
     assert_eq!(left.len(), 41 - 10, "{left:?}");
     assert_eq!(
-        list_all(&http, &store, &operator, "node=edge-y")
+        list_all(&http, &store, &operator, "claims", "node=edge-y")
             .await
             .len(),
         5

@@ -209,8 +209,8 @@ fn print_goal((a, b, goal, what): (char, char, f64, &str), (r, lo, hi): (f64, f6
     );
 }
 
-/// One mode's table, ratios and goals.
-pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
+/// One mode's table, ratios and goals (`clients` per Envoy).
+pub fn print_mode(title: &str, clients: usize, rows: &[(&Variant, &Tally)]) {
     let get = |k: char| rows.iter().find(|(v, _)| v.key == k).map(|(_, t)| *t);
     let us = |k: char| get(k).and_then(Tally::envoy_us);
     println!();
@@ -263,6 +263,7 @@ pub fn print_mode(title: &str, rows: &[(&Variant, &Tally)]) {
             print_goal((a, b, goal, what), (r, lo, hi));
         }
     }
+    super::regression::print(clients, ratio);
     for (a, b, what) in CONTEXT {
         if let Some((r, lo, hi)) = ratio(a, b) {
             println!("        ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]");
