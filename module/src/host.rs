@@ -19,7 +19,7 @@ use ankusa_core::hook::settle::{Enqueued, Queued};
 use ankusa_core::hook::worker::Worker;
 use ankusa_core::node::cas::{read_u64, MapStore};
 use ankusa_core::node::edge_keys::DEPTH_KEY;
-use ankusa_core::node::reload;
+use ankusa_core::node::{node_name, reload};
 use ankusa_core::shell::drain::settled_with;
 use ankusa_core::shell::host::Host;
 use ankusa_core::shell::metrics::{MetricIds, Metrics, StatKind, Stats};
@@ -41,7 +41,8 @@ pub static SETTLES: SettleQueue = SettleQueue::new();
 /// format (`%FILTER_STATE(wasm.ankusa:PLAIN)%`) serves both shells.
 pub const DECISION_KEY: &str = "wasm.ankusa";
 
-/// A node name for claims when the configuration names none.
+/// A node name for claims when neither the configuration nor Envoy's
+/// command line names one.
 const DEFAULT_NODE: &str = "edge";
 
 /// What every hook on one worker reads, built once per configuration.
@@ -72,11 +73,10 @@ impl Runtime {
                 &format!("ankusa: limits changed for {changed:?}; their buckets were reset"),
             );
         }
-        let node = worker
-            .config
-            .node
-            .clone()
-            .unwrap_or_else(|| DEFAULT_NODE.to_string());
+        let node = match &worker.config.node {
+            Some(node) => node.clone(),
+            None => service_node().unwrap_or_else(|| DEFAULT_NODE.to_string()),
+        };
         let runtime = Runtime {
             worker,
             metrics: Metrics::with_ids(stats, ids),
@@ -98,21 +98,39 @@ impl Runtime {
         &self.worker.config
     }
 
+    /// Holds a settle operation for the next hit call; a batch's worth goes
+    /// to the node's queue at once (as a wasm worker holds its own).
+    pub fn settle(&self, item: Queued) {
+        let fleet = &self.config().fleet;
+        for item in SETTLES.hold(item, now_us(), fleet.settle_batch_max) {
+            self.enqueue(item);
+        }
+    }
+
     /// Queues a settle operation on the node's queue; a full queue drops it
     /// and counts the drop.
-    pub fn settle(&self, item: Queued) {
+    pub fn enqueue(&self, item: Queued) {
         match SETTLES.enqueue(&*NODE, self.config().fleet.settle_queue_max, item) {
             Enqueued::Queued(depth) => self.metrics.settle_depth(depth),
             Enqueued::Dropped => self.metrics.settle_dropped(1),
         }
     }
 
-    /// Up to `settle_batch_max` of the node's settle operations, to ride on a call.
+    /// The held settle operations, up to `settle_batch_max`, to ride on a hook's own hit.
+    pub fn held(&self) -> Vec<Queued> {
+        SETTLES.take_held(self.config().fleet.settle_batch_max)
+    }
+
+    /// Settle operations to ride on a batched call: the held ones first,
+    /// then the node's queue's, `settle_batch_max` at most.
     pub fn riding(&self) -> Vec<Queued> {
-        let batch = SETTLES.dequeue(&*NODE, self.config().fleet.settle_batch_max);
-        if !batch.is_empty() {
+        let max = self.config().fleet.settle_batch_max;
+        let mut batch = SETTLES.take_held(max);
+        let queued = SETTLES.dequeue(&*NODE, max - batch.len());
+        if !queued.is_empty() {
             self.metrics.settle_depth(read_u64(&*NODE, DEPTH_KEY).0);
         }
+        batch.extend(queued);
         batch
     }
 
@@ -138,6 +156,24 @@ impl Runtime {
         );
         envoy.callout(&call)
     }
+}
+
+/// Envoy's `--service-node` (as a wire name), read from the process's
+/// command line: the module's ABI hands a filter no node id (the wasm
+/// filter reads `xds.node.id`). None when Envoy was started without it.
+fn service_node() -> Option<String> {
+    let cmdline = std::fs::read("/proc/self/cmdline").ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let id = args.iter().enumerate().find_map(|(i, arg)| {
+        if *arg == b"--service-node" {
+            args.get(i + 1).copied()
+        } else {
+            arg.strip_prefix(b"--service-node=")
+        }
+    })?;
+    let id = String::from_utf8_lossy(id);
+    let name = node_name::wire_name(&id);
+    (!name.is_empty()).then_some(name)
 }
 
 /// The seed of a worker's hook ids; should the OS's randomness fail, the
@@ -373,7 +409,7 @@ impl Host for NativeHost {
     }
 
     fn take_riding(&self) -> Vec<Queued> {
-        self.rt.riding()
+        self.rt.held()
     }
 
     fn riding_settled(&self, settles: Vec<Queued>, applied: bool) {

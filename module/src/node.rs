@@ -48,8 +48,11 @@ impl Ticks for Ticking {
     }
 }
 
+/// Settle batches the node's one root may have in flight at once (a wasm
+/// edge has one per worker's root).
+const SETTLE_BATCHES_IN_FLIGHT: usize = 4;
+
 /// The root's calls in flight and its tick, touched on the main thread only.
-#[derive(Default)]
 struct State {
     poller: Poller,
     drainer: Drainer,
@@ -80,7 +83,11 @@ impl Node {
         let node = Node {
             envoy,
             ticking: Arc::clone(&ticking),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                poller: Poller::default(),
+                drainer: Drainer::parallel(SETTLE_BATCHES_IN_FLIGHT),
+                ticker: Ticker::default(),
+            }),
         };
         locked(&node.state)
             .ticker
@@ -108,10 +115,15 @@ impl Node {
             state.poller.tick(&host);
         }
         if rt.config().uses_store() {
+            // Held operations no hit call carried within the settle
+            // interval go to the node's queue.
+            for item in SETTLES.spill_due(now_us(), rt.config().fleet.settle_interval_ms) {
+                rt.enqueue(item);
+            }
             state.drainer.tick(&host);
         }
         let waiting = Waiting {
-            held: false,
+            held: SETTLES.holds(),
             queued: !SETTLES.is_empty(),
             in_flight: state.drainer.in_flight(),
         };

@@ -26,9 +26,26 @@ pub struct Drainer {
     inflight: HashMap<u64, (Vec<Queued>, StoreWire)>,
     /// The node's queue held operations when this root last read it.
     queued: bool,
+    /// Batches this root may have in flight at once (0: one, the default).
+    parallel: usize,
 }
 
 impl Drainer {
+    /// A root that is the node's only one (the native module's) sends up to
+    /// `parallel` batches at once, as that many wasm workers' roots would;
+    /// the node's lease still paces them to one per settle interval.
+    pub fn parallel(parallel: usize) -> Drainer {
+        Drainer {
+            parallel,
+            ..Drainer::default()
+        }
+    }
+
+    /// Whether this root may send no batch now: as many as it may are in flight.
+    fn busy(&self) -> bool {
+        self.inflight.len() >= self.parallel.max(1)
+    }
+
     /// One tick: a settle batch leaves if one is due.
     pub fn tick<B: Background>(&mut self, host: &B) {
         let fleet = &host.config().fleet;
@@ -38,7 +55,7 @@ impl Drainer {
         let now_us = || host.now_us();
         let due = drain_due(
             store,
-            self.in_flight(),
+            self.busy(),
             depth,
             fleet.breaker,
             now_us,
