@@ -384,21 +384,14 @@ impl Envoy {
     /// when the stream is destroyed first). Its id, or None when Envoy
     /// refused it at once (no such cluster, a required header missing).
     pub fn callout(self, call: &Call<'_>) -> Option<u64> {
-        let mut id = 0u64;
-        let mut headers = call.headers();
-        // SAFETY: every buffer and the header array live for the call; `id` is writable.
-        let result = unsafe {
-            sys::envoy_dynamic_module_callback_http_filter_http_callout(
-                self.0,
-                &mut id,
-                Buffer::of(call.cluster.as_bytes()),
-                headers.as_mut_ptr(),
-                headers.len(),
-                Buffer::of(call.body),
-                call.timeout_ms,
-            )
-        };
-        (result == CALLOUT_INIT_SUCCESS).then_some(id)
+        call.send(|id, cluster, headers, len, body, timeout| {
+            // SAFETY: `Call::send` passes buffers and headers that live for the call.
+            unsafe {
+                sys::envoy_dynamic_module_callback_http_filter_http_callout(
+                    self.0, id, cluster, headers, len, body, timeout,
+                )
+            }
+        })
     }
 
     /// A scheduler on this stream's worker: an event committed on it runs
@@ -438,14 +431,30 @@ pub struct Call<'a> {
 }
 
 impl Call<'_> {
-    fn headers(&self) -> Vec<Header> {
-        self.headers
+    /// Hands the call to Envoy's callout function `send`: its id, or None
+    /// when Envoy refused it at once.
+    fn send(
+        &self,
+        send: impl FnOnce(*mut u64, Buffer, *mut Header, usize, Buffer, u64) -> u32,
+    ) -> Option<u64> {
+        let mut id = 0u64;
+        let mut headers: Vec<Header> = self
+            .headers
             .iter()
             .map(|(k, v)| Header {
                 key: Buffer::of(k.as_bytes()),
                 value: Buffer::of(v.as_bytes()),
             })
-            .collect()
+            .collect();
+        let result = send(
+            &mut id,
+            Buffer::of(self.cluster.as_bytes()),
+            headers.as_mut_ptr(),
+            headers.len(),
+            Buffer::of(self.body),
+            self.timeout_ms,
+        );
+        (result == CALLOUT_INIT_SUCCESS).then_some(id)
     }
 }
 
@@ -463,7 +472,7 @@ impl Answer {
     /// # Safety
     /// `headers` and `body` are null or point at `headers_len` headers and
     /// `body_len` buffers, valid for the hook.
-    pub(crate) unsafe fn read(
+    pub unsafe fn read(
         result: u32,
         headers: *const Header,
         headers_len: usize,
@@ -605,21 +614,14 @@ impl EnvoyConfig {
     /// thread, answered there by `on_http_filter_config_http_callout_done`).
     /// Its id, or None when Envoy refused it at once.
     pub fn callout(self, call: &Call<'_>) -> Option<u64> {
-        let mut id = 0u64;
-        let mut headers = call.headers();
-        // SAFETY: every buffer and the header array live for the call; `id` is writable.
-        let result = unsafe {
-            sys::envoy_dynamic_module_callback_http_filter_config_http_callout(
-                self.0,
-                &mut id,
-                Buffer::of(call.cluster.as_bytes()),
-                headers.as_mut_ptr(),
-                headers.len(),
-                Buffer::of(call.body),
-                call.timeout_ms,
-            )
-        };
-        (result == CALLOUT_INIT_SUCCESS).then_some(id)
+        call.send(|id, cluster, headers, len, body, timeout| {
+            // SAFETY: `Call::send` passes buffers and headers that live for the call.
+            unsafe {
+                sys::envoy_dynamic_module_callback_http_filter_config_http_callout(
+                    self.0, id, cluster, headers, len, body, timeout,
+                )
+            }
+        })
     }
 
     /// A scheduler whose events run on Envoy's main thread.
