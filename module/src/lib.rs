@@ -11,6 +11,8 @@
 //! - [`host`]: the core's host over the ABI, local replies, and a worker's runtime.
 //! - [`store`]: a store call's request (the token from Envoy's environment) and answer.
 //! - [`root`]: a worker's batched hit calls, sent from a waiting hook's stream.
+//! - `floor` (feature `floor`, the benchmark's build): hooks that decide
+//!   nothing, the native no-op and one-callout floors, in place of [`hooks`].
 //! - [`node`]: the node's background calls (settle batches, override polls)
 //!   on Envoy's main thread, ticked by a thread of the module's own.
 //!
@@ -27,6 +29,10 @@
 #[allow(unsafe_code)]
 pub mod abi;
 pub mod filter;
+#[cfg(feature = "floor")]
+#[allow(unsafe_code)]
+pub mod floor;
+#[cfg(not(feature = "floor"))]
 #[allow(unsafe_code)]
 pub mod hooks;
 pub mod host;
