@@ -307,6 +307,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
         problems.extend(finish(
             "sequential: one Envoy loaded at a time",
             "sequential",
+            args.clients,
             &chosen,
             &mut tallies,
         ));
@@ -355,7 +356,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
             }
             let title =
                 format!("concurrent: every Envoy loaded at once on one core, {each} clients each");
-            problems.extend(finish(&title, "concurrent", &chosen, &mut tallies));
+            problems.extend(finish(&title, "concurrent", each, &chosen, &mut tallies));
             if let Some(recording) = recording {
                 let file = recording.stop()?;
                 let rows: Vec<(char, Vec<u32>, Option<f64>)> = (0..chosen.len())
@@ -373,11 +374,18 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
     Ok(problems)
 }
 
-/// Prints one mode and returns its problems.
-fn finish(title: &str, mode: &str, chosen: &[Variant], tallies: &mut [Tally]) -> Vec<String> {
+/// Prints one mode (`clients` per Envoy) and returns its problems.
+fn finish(
+    title: &str,
+    mode: &str,
+    clients: usize,
+    chosen: &[Variant],
+    tallies: &mut [Tally],
+) -> Vec<String> {
     tallies.iter_mut().for_each(Tally::finish);
     let rows: Vec<(&Variant, &Tally)> = chosen.iter().zip(tallies.iter()).collect();
     report::print_mode(title, &rows);
+    report::print_native_goals(clients, &rows);
     rows.iter()
         .filter_map(|(v, t)| report::problem(v, t, mode))
         .collect()
