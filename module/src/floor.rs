@@ -126,10 +126,14 @@ unsafe fn floor<'a>(module: *const c_void) -> Option<&'a Floor> {
     stream(module).and_then(|s| s.floor.as_ref())
 }
 
-/// Whether the stream's callout is still unanswered.
-fn waiting(module: *const c_void) -> bool {
+/// Stop while the stream's callout is still unanswered, else go on.
+fn hold(module: *const c_void) -> u32 {
     // SAFETY: the stream's filter pointer.
-    unsafe { stream(module) }.is_some_and(|s| s.waiting)
+    if unsafe { stream(module) }.is_some_and(|s| s.waiting) {
+        STOP
+    } else {
+        CONTINUE
+    }
 }
 
 #[no_mangle]
@@ -171,11 +175,7 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
     module: *const c_void,
     _end_of_stream: bool,
 ) -> u32 {
-    if waiting(module) {
-        STOP
-    } else {
-        CONTINUE
-    }
+    hold(module)
 }
 
 #[no_mangle]
@@ -183,11 +183,7 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(
     _envoy: *mut c_void,
     module: *const c_void,
 ) -> u32 {
-    if waiting(module) {
-        STOP
-    } else {
-        CONTINUE
-    }
+    hold(module)
 }
 
 #[no_mangle]

@@ -317,18 +317,13 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
     body: *mut Buffer,
     body_len: usize,
 ) {
-    let envoy = Envoy(envoy);
-    guarded(
-        "http_callout_done",
-        || fail_closed(envoy, module),
-        || {
-            // SAFETY: Envoy lends the answer for this hook; copied now.
-            let answer = unsafe { Answer::read(result, headers, headers_len, body, body_len) };
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            filter.callout_done(envoy, callout_id, answer);
-        },
-    )
+    // Fails closed on a panic, as a request hook does (the status is unused).
+    request_hook("http_callout_done", envoy, module, 0, |f, e| {
+        // SAFETY: Envoy lends the answer for this hook; copied now.
+        let answer = unsafe { Answer::read(result, headers, headers_len, body, body_len) };
+        f.callout_done(e, callout_id, answer);
+        0
+    });
 }
 
 /// An event of a stream's scheduler (the worker's batching woken).
@@ -338,16 +333,10 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(
     module: *const c_void,
     event_id: u64,
 ) {
-    let envoy = Envoy(envoy);
-    guarded(
-        "scheduled",
-        || fail_closed(envoy, module),
-        || {
-            // SAFETY: the hook's own filter pointer.
-            let filter = unsafe { filter(module) };
-            filter.scheduled(envoy, event_id);
-        },
-    )
+    request_hook("scheduled", envoy, module, 0, |f, e| {
+        f.scheduled(e, event_id);
+        0
+    });
 }
 
 /// The configuration in force behind `config_module_ptr` (None: refused).
