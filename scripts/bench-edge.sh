@@ -46,6 +46,12 @@
 #       # the wasm filter's regression goals, each printed met or not: node
 #       # (b)/(k) <= 1.10, fleet (c)/(h) <= 1.25 at 1 and 4 clients and
 #       # <= 0.95 at 32 (lines starting "regression")
+#   LIMITADOR=… MODE=concurrent PER_ENVOY=1,4,32 ONLY=MGNFp ROUNDS=3 scripts/bench-edge.sh
+#       # and the native module's own: (M) a native no-op module and (G) a
+#       # native one-callout floor (module/src/floor.rs, a separate build of
+#       # the module's crate), (F) fleet scopes through the native module;
+#       # printed with the native goals: (F)/(p) ≤ 1.0 at 1 client and ≤ 0.8
+#       # at 4 and 32, total CPU (F)/(p) ≤ 0.8 at 32, (N)/(M) ≤ 1.10
 #   MODE=concurrent PER_ENVOY=1,4,32 ONLY=nkb ROUNDS=5 scripts/bench-edge.sh
 #       # and (k), the host-call floor: the no-op filter making every host
 #       # call a node hook makes (headers read, clock, the bucket's get and
@@ -79,7 +85,13 @@ cargo build --release -p ankusa-store --bins >&2
 cargo build --release -p ankusa-tools --bin intake --bin bench-edge >&2
 cargo build --release --target wasm32-wasip1 \
   -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout >&2
-case "$ONLY" in *[ND]*) cargo build --profile release-native -p ankusa-module >&2 ;; esac
+case "$ONLY" in *[NDFMG]*) cargo build --profile release-native -p ankusa-module >&2 ;; esac
+case "$ONLY" in *[MG]*)
+  # The native floors: a separate build of the module's crate, copied beside
+  # the module under a name of its own (Envoy loads modules by name).
+  cargo build --profile release-floor -p ankusa-module --features floor >&2
+  cp "$TARGET_DIR/release-floor/libankusa_module.so" "$TARGET_DIR/release-native/libankusa_floor.so" ;;
+esac
 
 extra_args=()
 [ "$PIN" = 1 ] || extra_args=(--no-pin)

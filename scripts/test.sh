@@ -3,7 +3,7 @@
 # formatting, lints (native and as the wasm32-wasip1 filter), the builds the
 # integration tests launch (the native module too), the core's tests natively
 # and compiled to wasm under Node, then every test against real Redis, the real
-# store and real Envoy, the node-scope ones again through the native module,
+# store and real Envoy, the edge's ones again through the native module,
 # then the Compose stack on the Docker engine (scripts/compose-test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,11 +50,16 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 step "store, filter, module, harness and end-to-end tests (real Redis, store, Envoy)"
 cargo test --workspace --exclude ankusa-core --no-fail-fast
 
-step "end-to-end tests through the native module (node scopes; the module makes no store call yet)"
+step "end-to-end tests through the native module (node and fleet scopes: the same tests, the shell a parameter)"
+# The modules whose hooks pass through the edge's filter; the store's and the
+# harness's own tests don't depend on the shell and run once above.
 ANKUSA_SHELL=native cargo test -p ankusa-tests --test e2e --no-fail-fast -- \
   native:: edge_node:: edge_verify::each_scheme edge_verify::a_rotated_out edge_verify::no_secret \
-  edge_quota::a_node_bytes_quota edge_rate_headers::node_answers edge_reload::a_node_reload \
-  edge_node_overrides::an_edge_without_a_store hostile::hostile_requests_through_node_scopes
+  edge_quota::a_node_bytes_quota edge_rate_headers:: edge_reload::a_node_reload \
+  edge_node_overrides::an_edge_without_a_store hostile::hostile_requests \
+  edge_fleet:: edge_claims:: edge_batch:: edge_settle:: edge_fallback:: edge_share:: \
+  edge_shadow:: edge_override_shadow:: edge_overrides:: access_log::every_decision \
+  edge_shapes:: faults::
 
 step "compose: the stack built offline and run for real, the mock provider, the quick fault rows across hosts"
 # Debug binaries in the images: the workspace build above already made them

@@ -11,13 +11,17 @@
 //! - [`batch`]: a worker's micro-batched fleet hits: the hooks parked for the worker's next call.
 //! - [`batch_call`]: the root's batched hit calls for those hooks, and each hook's share of the answer.
 //! - [`metrics`]: the edge's stats by name, and what each metric delta writes, over the host's [`metrics::Stats`].
-//! - [`native`]: what the native module serves so far (node scopes).
+//! - [`background`], [`drain`], [`poll`]: a root's own store calls (settle batches, override-list polls), sent from its tick.
+//! - [`native`]: the node's settle queue the native module keeps process-wide.
 //! - [`tick`]: the root's tick period, set on the host when it changes.
 
+pub mod background;
 pub mod batch;
 pub mod batch_call;
+pub mod drain;
 pub mod hook;
 pub mod host;
 pub mod metrics;
 pub mod native;
+pub mod poll;
 pub mod tick;

@@ -25,7 +25,7 @@ impl Root for ProxyRoot {
         now_us()
     }
 
-    fn send(&self, path: &str, body: &[u8], timeout_ms: u64) -> Option<u32> {
+    fn send(&self, path: &str, body: &[u8], timeout_ms: u64, _members: &[u32]) -> Option<u32> {
         call_store(&self.0.config().fleet, path, body, timeout_ms).ok()
     }
 

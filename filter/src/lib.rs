@@ -16,8 +16,7 @@
 //! - [`host`]: the core's host trait over proxy-wasm ([`host::ProxyHost`]).
 //! - [`batch_call`]: the core's batching root over proxy-wasm ([`batch_call::ProxyRoot`]).
 //! - [`tick`]: the core's tick over proxy-wasm.
-//! - [`drain`]: the settle batches and store resets a root context sends each tick.
-//! - [`poll`]: the fleet override list, polled from the store into shared data once a second per node.
+//! - [`drain`]: the core's background calls (settle batches, override-list polls) over proxy-wasm.
 //! - [`headers`]: the request's headers, read from the host once per hook.
 //! - [`settle`]: the settle shared queue: enqueue within the bound, dequeue a batch.
 //! - [`shared`]: [`ankusa_core::node::cas::CasStore`] over proxy-wasm shared data, and the host clock.
@@ -36,7 +35,6 @@ pub mod http;
 pub mod metrics;
 #[cfg(test)]
 pub mod mock;
-pub mod poll;
 pub mod root;
 pub mod runtime;
 pub mod settle;

@@ -258,7 +258,7 @@ impl Root for MockHost {
         self.now_us.get()
     }
 
-    fn send(&self, path: &str, body: &[u8], timeout_ms: u64) -> Option<u32> {
+    fn send(&self, path: &str, body: &[u8], timeout_ms: u64, _members: &[u32]) -> Option<u32> {
         if !self.dispatch(path, body, timeout_ms) {
             return None;
         }

@@ -7,16 +7,16 @@
 //! context gets a [`HookContext`] over the runtime.
 
 use crate::batch_call::ProxyRoot;
-use crate::drain::Drainer;
+use crate::drain::{Drainer, ProxyBackground};
 use crate::host::{Host, ProxyHost};
 use crate::http::HookContext;
-use crate::poll::Poller;
 use crate::runtime::Runtime;
 use crate::tick::{ProxyTicks, Ticker};
 use ankusa_core::hook::settle::tick::Waiting;
+use ankusa_core::shell::poll::Poller;
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
-use proxy_wasm::types::{ContextType, MapType};
+use proxy_wasm::types::{BufferType, ContextType, MapType};
 use std::rc::Rc;
 
 pub struct Root {
@@ -69,15 +69,19 @@ impl Context for Root {
         if crate::batch_call::on_call_answer(&ProxyRoot(Rc::clone(&rt)), token, body) {
             return;
         }
-        let poll = self.poller.owns(token);
-        if !poll && !self.drainer.owns(token) {
-            return;
-        }
+        let token = u64::from(token);
         let status = crate::headers::value(MapType::HttpCallResponseHeaders, ":status");
-        if poll {
-            self.poller.answered(&rt, status.as_deref(), body);
+        let host = ProxyBackground(&rt);
+        if self.poller.owns(token) {
+            let read = || {
+                hostcalls::get_buffer(BufferType::HttpCallResponseBody, 0, body)
+                    .ok()
+                    .flatten()
+            };
+            self.poller.answered(&host, status.as_deref(), body, read);
         } else {
-            self.drainer.answered(&rt, token, status.as_deref());
+            self.drainer
+                .answered(&host, &rt.worker, token, status.as_deref());
         }
     }
 }
@@ -116,13 +120,13 @@ impl RootContext for Root {
             return;
         };
         if rt.config().polls_overrides() {
-            self.poller.tick(&rt);
+            self.poller.tick(&ProxyBackground(&rt));
         }
         if rt.config().uses_store() {
             if rt.spill_due(crate::shared::now_us()) {
                 rt.spill();
             }
-            self.drainer.tick(&rt);
+            self.drainer.tick(&ProxyBackground(&rt));
         }
         self.ticker
             .want(&ProxyTicks, rt.config(), self.waiting(&rt));

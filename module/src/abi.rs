@@ -170,6 +170,42 @@ mod sys {
             label_values_len: usize,
             value: u64,
         ) -> u32;
+        pub fn envoy_dynamic_module_callback_http_filter_http_callout(
+            filter: *mut c_void,
+            callout_id: *mut u64,
+            cluster: Buffer,
+            headers: *mut Header,
+            headers_len: usize,
+            body: Buffer,
+            timeout_ms: u64,
+        ) -> u32;
+        pub fn envoy_dynamic_module_callback_http_filter_config_http_callout(
+            config: *mut c_void,
+            callout_id: *mut u64,
+            cluster: Buffer,
+            headers: *mut Header,
+            headers_len: usize,
+            body: Buffer,
+            timeout_ms: u64,
+        ) -> u32;
+        pub fn envoy_dynamic_module_callback_http_filter_scheduler_new(
+            filter: *mut c_void,
+        ) -> *mut c_void;
+        pub fn envoy_dynamic_module_callback_http_filter_scheduler_commit(
+            scheduler: *mut c_void,
+            event_id: u64,
+        );
+        pub fn envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler: *mut c_void);
+        pub fn envoy_dynamic_module_callback_http_filter_config_scheduler_new(
+            config: *mut c_void,
+        ) -> *mut c_void;
+        pub fn envoy_dynamic_module_callback_http_filter_config_scheduler_commit(
+            scheduler: *mut c_void,
+            event_id: u64,
+        );
+        pub fn envoy_dynamic_module_callback_http_filter_config_scheduler_delete(
+            scheduler: *mut c_void,
+        );
     }
 }
 
@@ -343,6 +379,29 @@ impl Envoy {
         unsafe { sys::envoy_dynamic_module_callback_http_filter_continue_decoding(self.0) }
     }
 
+    /// Sends an HTTP callout from this stream (answered on the stream's
+    /// worker by `on_http_filter_http_callout_done`; cancelled, unanswered,
+    /// when the stream is destroyed first). Its id, or None when Envoy
+    /// refused it at once (no such cluster, a required header missing).
+    pub fn callout(self, call: &Call<'_>) -> Option<u64> {
+        call.send(|id, cluster, headers, len, body, timeout| {
+            // SAFETY: `Call::send` passes buffers and headers that live for the call.
+            unsafe {
+                sys::envoy_dynamic_module_callback_http_filter_http_callout(
+                    self.0, id, cluster, headers, len, body, timeout,
+                )
+            }
+        })
+    }
+
+    /// A scheduler on this stream's worker: an event committed on it runs
+    /// `on_http_filter_scheduled` one event-loop turn later, if the stream
+    /// still lives. The module deletes it ([`Scheduler::delete`]).
+    pub fn scheduler(self) -> Scheduler {
+        // SAFETY: a plain call on the live filter.
+        Scheduler(unsafe { sys::envoy_dynamic_module_callback_http_filter_scheduler_new(self.0) })
+    }
+
     /// Writes the stream's filter state `key` (bytes, printed by `%FILTER_STATE(key:PLAIN)%`).
     pub fn set_filter_state(self, key: &str, value: &[u8]) -> bool {
         // SAFETY: both buffers live for the call.
@@ -353,6 +412,150 @@ impl Envoy {
                 Buffer::of(value),
             )
         }
+    }
+}
+
+/// `envoy_dynamic_module_type_http_callout_init_result_Success`.
+const CALLOUT_INIT_SUCCESS: u32 = 0;
+/// `envoy_dynamic_module_type_http_callout_result_Success` (then Reset,
+/// ExceedResponseBufferLimit). A timeout is a success: Envoy's own 504.
+pub const CALLOUT_SUCCESS: u32 = 0;
+
+/// An HTTP callout: where it goes, what it carries, how long it may take.
+pub struct Call<'a> {
+    pub cluster: &'a str,
+    /// `:method`, `:path`, `:authority` and the rest, in order.
+    pub headers: Vec<(&'a str, &'a str)>,
+    pub body: &'a [u8],
+    pub timeout_ms: u64,
+}
+
+impl Call<'_> {
+    /// Hands the call to Envoy's callout function `send`: its id, or None
+    /// when Envoy refused it at once.
+    fn send(
+        &self,
+        send: impl FnOnce(*mut u64, Buffer, *mut Header, usize, Buffer, u64) -> u32,
+    ) -> Option<u64> {
+        let mut id = 0u64;
+        let mut headers: Vec<Header> = self
+            .headers
+            .iter()
+            .map(|(k, v)| Header {
+                key: Buffer::of(k.as_bytes()),
+                value: Buffer::of(v.as_bytes()),
+            })
+            .collect();
+        let result = send(
+            &mut id,
+            Buffer::of(self.cluster.as_bytes()),
+            headers.as_mut_ptr(),
+            headers.len(),
+            Buffer::of(self.body),
+            self.timeout_ms,
+        );
+        (result == CALLOUT_INIT_SUCCESS).then_some(id)
+    }
+}
+
+/// A callout's answer as Envoy handed it to a `…_http_callout_done` hook:
+/// `:status` (None: reset, or the answer was too large) and the body.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Answer {
+    pub status: Option<String>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// Copies the answer out of what Envoy lent the hook.
+    ///
+    /// # Safety
+    /// `headers` and `body` are null or point at `headers_len` headers and
+    /// `body_len` buffers, valid for the hook.
+    pub unsafe fn read(
+        result: u32,
+        headers: *const Header,
+        headers_len: usize,
+        body: *const Buffer,
+        body_len: usize,
+    ) -> Answer {
+        if result != CALLOUT_SUCCESS {
+            return Answer::default();
+        }
+        let headers = if headers.is_null() {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(headers, headers_len)
+        };
+        let status = headers
+            .iter()
+            .find(|h| h.key.bytes() == b":status")
+            .and_then(|h| std::str::from_utf8(h.value.bytes()).ok())
+            .map(str::to_string);
+        let mut bytes = Vec::new();
+        if !body.is_null() {
+            for chunk in std::slice::from_raw_parts(body, body_len) {
+                bytes.extend_from_slice(chunk.bytes());
+            }
+        }
+        Answer {
+            status,
+            body: bytes,
+        }
+    }
+}
+
+/// A scheduler Envoy made for the module (a stream's, or a configuration's
+/// on the main thread); the module deletes it once.
+#[derive(Debug)]
+pub struct Scheduler(*mut c_void);
+
+impl Scheduler {
+    /// Runs the scheduler's hook with `event` one event-loop turn later
+    /// (Envoy posts it to the dispatcher, which any thread may do).
+    pub fn commit(&self, event: u64) {
+        if self.0.is_null() {
+            return;
+        }
+        // SAFETY: a scheduler Envoy made and the module has not deleted.
+        unsafe { sys::envoy_dynamic_module_callback_http_filter_scheduler_commit(self.0, event) }
+    }
+
+    pub fn delete(self) {
+        if self.0.is_null() {
+            return;
+        }
+        // SAFETY: deleted once: `self` is consumed.
+        unsafe { sys::envoy_dynamic_module_callback_http_filter_scheduler_delete(self.0) }
+    }
+}
+
+/// A configuration's scheduler: its events run on Envoy's main thread
+/// (`on_http_filter_config_scheduled`), committed from any thread.
+#[derive(Debug)]
+pub struct ConfigScheduler(*mut c_void);
+
+// SAFETY: committing posts to Envoy's main dispatcher, which is thread-safe;
+// the module deletes it once, after the last commit (see `crate::node`).
+unsafe impl Send for ConfigScheduler {}
+
+impl ConfigScheduler {
+    pub fn commit(&self, event: u64) {
+        if self.0.is_null() {
+            return;
+        }
+        // SAFETY: a scheduler Envoy made and the module has not deleted.
+        unsafe {
+            sys::envoy_dynamic_module_callback_http_filter_config_scheduler_commit(self.0, event)
+        }
+    }
+
+    pub fn delete(self) {
+        if self.0.is_null() {
+            return;
+        }
+        // SAFETY: deleted once: `self` is consumed.
+        unsafe { sys::envoy_dynamic_module_callback_http_filter_config_scheduler_delete(self.0) }
     }
 }
 
@@ -404,6 +607,28 @@ impl EnvoyConfig {
             0 => StatId::Counter(id),
             1 => StatId::Gauge(id),
             _ => StatId::Histogram(id),
+        })
+    }
+
+    /// Sends an HTTP callout from the configuration (on Envoy's main
+    /// thread, answered there by `on_http_filter_config_http_callout_done`).
+    /// Its id, or None when Envoy refused it at once.
+    pub fn callout(self, call: &Call<'_>) -> Option<u64> {
+        call.send(|id, cluster, headers, len, body, timeout| {
+            // SAFETY: `Call::send` passes buffers and headers that live for the call.
+            unsafe {
+                sys::envoy_dynamic_module_callback_http_filter_config_http_callout(
+                    self.0, id, cluster, headers, len, body, timeout,
+                )
+            }
+        })
+    }
+
+    /// A scheduler whose events run on Envoy's main thread.
+    pub fn scheduler(self) -> ConfigScheduler {
+        // SAFETY: a plain call on the live configuration.
+        ConfigScheduler(unsafe {
+            sys::envoy_dynamic_module_callback_http_filter_config_scheduler_new(self.0)
         })
     }
 

@@ -9,14 +9,14 @@
 //! first use, as each wasm VM does in `on_configure`.
 #![deny(unsafe_code)]
 
-use crate::abi::{self, Envoy, EnvoyConfig, StatId};
+use crate::abi::{self, Answer, Envoy, EnvoyConfig, StatId};
 use crate::host::{send_reply, NativeHost, NativeStats, Runtime};
-use ankusa_core::config::Config;
+use crate::node::Node;
+use crate::{root, store};
 use ankusa_core::hook::machine::Flow;
 use ankusa_core::hook::reply::{self, LocalReply};
 use ankusa_core::shell::hook::Stream;
 use ankusa_core::shell::metrics::MetricIds;
-use ankusa_core::shell::native;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -33,31 +33,48 @@ pub struct ModuleConfig {
     bytes: Vec<u8>,
     stats: NativeStats,
     ids: MetricIds<StatId>,
+    /// The node's background calls (None: the configuration makes none).
+    node: Option<Node>,
 }
 
 impl ModuleConfig {
     /// Checks the configuration with the core's own parser (and the signing
-    /// secrets it names in the environment) and keeps it for the workers.
-    /// Fleet scopes need the store, which this module doesn't call yet: a
-    /// configuration that uses it is refused, saying so, rather than run
-    /// degraded ([`native::serves`]).
+    /// secrets it names in the environment, and the store token) and keeps
+    /// it for the workers; starts the node's background tick when it calls
+    /// the store ([`Node`]).
     ///
     /// Called on Envoy's main thread, where stats may be defined: every
     /// metric is defined here, under the wasm filter's names.
     pub fn new(bytes: &[u8], envoy: EnvoyConfig) -> Result<ModuleConfig, String> {
-        // What the module serves is checked before the runtime touches the
-        // node's buckets (a reload resets the changed tenants').
-        let config = Config::parse(bytes).map_err(|e| e.to_string())?;
-        native::serves(&config)?;
         let stats = NativeStats(envoy);
         let ids = MetricIds::define(&stats);
-        Runtime::configure(bytes, stats, ids.clone())?;
+        let rt = Runtime::configure(bytes, stats, ids.clone())?;
+        if rt.authorization.is_none() {
+            if let Some(line) = store::missing_token(rt.config()) {
+                abi::log(abi::LOG_ERROR, &line);
+            }
+        }
         Ok(ModuleConfig {
             id: GENERATION.fetch_add(1, Ordering::Relaxed),
             bytes: bytes.to_vec(),
             stats,
             ids,
+            node: Node::start(envoy, rt.config()),
         })
+    }
+
+    /// The node's tick, on Envoy's main thread.
+    pub fn tick(&self) {
+        if let (Some(node), Some(rt)) = (&self.node, runtime(self)) {
+            node.tick(&rt);
+        }
+    }
+
+    /// The answer to one of the configuration's callouts, on the main thread.
+    pub fn callout_done(&self, callout: u64, answer: Answer) {
+        if let (Some(node), Some(rt)) = (&self.node, runtime(self)) {
+            node.answered(&rt, callout, answer);
+        }
     }
 }
 
@@ -76,6 +93,9 @@ fn runtime(config: &ModuleConfig) -> Option<Rc<Runtime>> {
         match Runtime::configure(&config.bytes, config.stats, config.ids.clone()) {
             Ok(rt) => {
                 let rt = Rc::new(rt);
+                if rt.config().uses_store() {
+                    root::init();
+                }
                 let mut r = r.borrow_mut();
                 // One configuration in force per worker: an old one's runtime goes.
                 r.retain(|id, _| *id > config.id);
@@ -98,27 +118,40 @@ static STREAMS: AtomicU64 = AtomicU64::new(1);
 
 /// One HTTP stream's filter.
 pub struct Filter {
+    /// The stream's id on its worker (how a batched call finds its hook).
+    id: u32,
     /// None: the configuration didn't hold on this worker; every request is
     /// answered 503 (not configured), as the wasm filter answers without one.
-    stream: Option<Stream<NativeHost>>,
+    stream: Option<Stream<Rc<NativeHost>>>,
     /// A hook panicked: the request was answered 500 and nothing more is done.
     failed: bool,
+    /// The stream took part in the worker's batched calls and has not left them.
+    batching: bool,
 }
 
 impl Filter {
     pub fn new(config: &ModuleConfig) -> Filter {
         let id = u32::try_from(STREAMS.fetch_add(1, Ordering::Relaxed) % u64::from(u32::MAX))
             .unwrap_or(0);
-        let stream =
-            runtime(config).map(|rt| Stream::new(Some(NativeHost::new(rt))).in_context(id));
+        let mut batching = false;
+        let stream = runtime(config).map(|rt| {
+            let host = Rc::new(NativeHost::new(rt));
+            if host.runtime().config().uses_store() {
+                root::register(id, Rc::clone(&host));
+                batching = true;
+            }
+            Stream::new(Some(host)).in_context(id)
+        });
         Filter {
+            id,
             stream,
             failed: false,
+            batching,
         }
     }
 
     /// The stream's host, pointed at the hook's Envoy filter.
-    fn enter(&mut self, envoy: Envoy, in_body: bool) -> Option<&mut Stream<NativeHost>> {
+    fn enter(&mut self, envoy: Envoy, in_body: bool) -> Option<&mut Stream<Rc<NativeHost>>> {
         if self.failed {
             return None;
         }
@@ -143,7 +176,7 @@ impl Filter {
     pub fn request_body(&mut self, envoy: Envoy, end_of_stream: bool) -> Flow {
         match self.enter(envoy, true) {
             Some(stream) => {
-                let size = stream.host().map_or(0, NativeHost::body_len);
+                let size = stream.host().map_or(0, |h| h.body_len());
                 stream.on_request_body(size, end_of_stream)
             }
             None => Flow::Pause,
@@ -167,6 +200,54 @@ impl Filter {
         if let Some(stream) = self.enter(envoy, false) {
             stream.on_stream_end();
         }
+        self.leave_batching();
+    }
+
+    /// A store call's answer: this stream's own hit call, or a batched call
+    /// it carries for its worker's waiting hooks ([`crate::root`]).
+    pub fn callout_done(&mut self, envoy: Envoy, callout: u64, answer: Answer) {
+        let id = self.id;
+        let Some(stream) = self.enter(envoy, false) else {
+            return;
+        };
+        let Some(host) = stream.host().map(Rc::clone) else {
+            return;
+        };
+        if host.owns_call(callout) {
+            store::answering(answer, |len| stream.on_call_answer(len));
+        } else {
+            root::answer(host.runtime(), id, callout, answer);
+        }
+    }
+
+    /// An event of this stream's scheduler: the worker's batching woken.
+    pub fn scheduled(&mut self, envoy: Envoy, event: u64) {
+        let Some(stream) = self.enter(envoy, false) else {
+            return;
+        };
+        let Some(host) = stream.host().map(Rc::clone) else {
+            return;
+        };
+        if host.take_wake() {
+            root::wake(host.runtime(), u32::try_from(event).unwrap_or(0));
+        }
+    }
+
+    /// The stream is over: no batched call leaves from it or is answered to
+    /// it; the calls it carries are answered as reset to their other hooks,
+    /// and a wake it still owes runs now.
+    fn leave_batching(&mut self) {
+        if !std::mem::take(&mut self.batching) {
+            return;
+        }
+        root::deregister(self.id);
+        let Some(host) = self.stream.as_ref().and_then(|s| s.host()).map(Rc::clone) else {
+            return;
+        };
+        root::abandon(host.runtime(), self.id);
+        if host.take_wake() {
+            root::wake(host.runtime(), root::WAKE_QUEUE);
+        }
     }
 
     /// A hook panicked: the request is answered 500 (once) and never
@@ -176,6 +257,10 @@ impl Filter {
             return;
         }
         self.failed = true;
+        self.leave_batching();
+        if let Some(host) = self.stream.as_ref().and_then(|s| s.host()) {
+            host.release();
+        }
         self.stream = None;
         send_reply(
             envoy,
@@ -186,5 +271,16 @@ impl Filter {
                 headers: Vec::new(),
             },
         );
+    }
+}
+
+impl Drop for Filter {
+    /// Envoy destroys the stream (after `stream_complete`, or without it):
+    /// it leaves the worker's batching, and its scheduler goes.
+    fn drop(&mut self) {
+        self.leave_batching();
+        if let Some(host) = self.stream.as_ref().and_then(|s| s.host()) {
+            host.release();
+        }
     }
 }

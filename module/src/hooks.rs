@@ -12,7 +12,7 @@
 // calls them, never Rust code (bar the unit tests), so they can't be `unsafe fn`.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use crate::abi::{self, Buffer, Envoy, EnvoyConfig, Header, ABI_VERSION, LOG_ERROR};
+use crate::abi::{self, Answer, Buffer, Envoy, EnvoyConfig, Header, ABI_VERSION, LOG_ERROR};
 use crate::filter::{Filter, ModuleConfig};
 use ankusa_core::hook::machine::Flow;
 use std::ffi::c_void;
@@ -304,6 +304,94 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_local_reply(
     LOCAL_REPLY_CONTINUE
 }
 
+/// A store call's answer to a stream: its own hit call, or a batched call it
+/// carries. A panic fails the stream closed, as in a request hook.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
+    envoy: *mut c_void,
+    module: *const c_void,
+    callout_id: u64,
+    result: u32,
+    headers: *mut Header,
+    headers_len: usize,
+    body: *mut Buffer,
+    body_len: usize,
+) {
+    // Fails closed on a panic, as a request hook does (the status is unused).
+    request_hook("http_callout_done", envoy, module, 0, |f, e| {
+        // SAFETY: Envoy lends the answer for this hook; copied now.
+        let answer = unsafe { Answer::read(result, headers, headers_len, body, body_len) };
+        f.callout_done(e, callout_id, answer);
+        0
+    });
+}
+
+/// An event of a stream's scheduler (the worker's batching woken).
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(
+    envoy: *mut c_void,
+    module: *const c_void,
+    event_id: u64,
+) {
+    request_hook("scheduled", envoy, module, 0, |f, e| {
+        f.scheduled(e, event_id);
+        0
+    });
+}
+
+/// The configuration in force behind `config_module_ptr` (None: refused).
+///
+/// # Safety
+/// `ptr` came from `envoy_dynamic_module_on_http_filter_config_new` and is not destroyed yet.
+unsafe fn module_config<'a>(ptr: *const c_void) -> Option<&'a ModuleConfig> {
+    (ptr as *const ModuleConfig).as_ref()
+}
+
+/// The node's tick, on Envoy's main thread (see [`crate::node`]).
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_config_scheduled(
+    _config_envoy: *mut c_void,
+    config: *const c_void,
+    _event_id: u64,
+) {
+    guarded(
+        "config_scheduled",
+        || (),
+        || {
+            // SAFETY: config_new's pointer, alive until config_destroy.
+            if let Some(config) = unsafe { module_config(config) } {
+                config.tick();
+            }
+        },
+    )
+}
+
+/// The answer to a node-wide call (a settle batch, an override poll).
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_config_http_callout_done(
+    _config_envoy: *mut c_void,
+    config: *const c_void,
+    callout_id: u64,
+    result: u32,
+    headers: *mut Header,
+    headers_len: usize,
+    body: *mut Buffer,
+    body_len: usize,
+) {
+    guarded(
+        "config_http_callout_done",
+        || (),
+        || {
+            // SAFETY: Envoy lends the answer for this hook; copied now.
+            let answer = unsafe { Answer::read(result, headers, headers_len, body, body_len) };
+            // SAFETY: config_new's pointer, alive until config_destroy.
+            if let Some(config) = unsafe { module_config(config) } {
+                config.callout_done(callout_id, answer);
+            }
+        },
+    )
+}
+
 /// Exports hooks that do nothing, each with its C signature's parameter types.
 macro_rules! ignored_hooks {
     ($($name:ident($($ty:ty),*);)*) => {
@@ -314,16 +402,10 @@ macro_rules! ignored_hooks {
     };
 }
 
-// The hooks below belong to features the module doesn't use (store calls,
-// streamed callouts, schedulers, watermarks; store calls are refused at
-// configuration, see `ankusa_core::shell::native`): they are exported
-// because Envoy resolves them when it loads a filter configuration, and do
-// nothing.
+// The hooks below belong to features the module doesn't use (streamed
+// callouts, watermarks): they are exported because Envoy resolves them when
+// it loads a filter configuration, and do nothing.
 ignored_hooks! {
-    envoy_dynamic_module_on_http_filter_http_callout_done(
-        *mut c_void, *const c_void, u64, u32, *mut Header, usize, *mut Buffer, usize);
-    envoy_dynamic_module_on_http_filter_scheduled(*mut c_void, *const c_void, u64);
-    envoy_dynamic_module_on_http_filter_config_scheduled(*mut c_void, *const c_void, u64);
     envoy_dynamic_module_on_http_filter_downstream_above_write_buffer_high_watermark(
         *mut c_void, *const c_void);
     envoy_dynamic_module_on_http_filter_downstream_below_write_buffer_low_watermark(
@@ -336,8 +418,6 @@ ignored_hooks! {
         *mut c_void, *const c_void, u64, *mut Header, usize);
     envoy_dynamic_module_on_http_filter_http_stream_complete(*mut c_void, *const c_void, u64);
     envoy_dynamic_module_on_http_filter_http_stream_reset(*mut c_void, *const c_void, u64, u32);
-    envoy_dynamic_module_on_http_filter_config_http_callout_done(
-        *mut c_void, *const c_void, u64, u32, *mut Header, usize, *mut Buffer, usize);
     envoy_dynamic_module_on_http_filter_config_http_stream_headers(
         *mut c_void, *const c_void, u64, *mut Header, usize, bool);
     envoy_dynamic_module_on_http_filter_config_http_stream_data(
@@ -350,5 +430,7 @@ ignored_hooks! {
         *mut c_void, *const c_void, u64, u32);
 }
 
+#[cfg(test)]
+mod store_tests;
 #[cfg(test)]
 mod tests;

@@ -1,22 +1,29 @@
 //! The core's [`Host`] over Envoy's dynamic-module ABI ([`NativeHost`]),
 //! and what a worker builds once per configuration ([`Runtime`]).
 //!
-//! Node buckets and the breaker's state live in one process-wide
-//! [`MapStore`] every worker thread shares: no shared-data host calls.
+//! Node buckets, the breaker's state and the settle queue live process-wide
+//! ([`NODE`], [`SETTLES`]), shared by every worker thread: no shared-data
+//! host calls. A hook's hit call is an HTTP callout from its own stream;
+//! the batched calls of a worker's waiting hooks are [`crate::root`]'s.
 #![deny(unsafe_code)]
 
-use crate::abi::{self, Envoy, EnvoyConfig, StatId, REQUEST_HEADER, RESPONSE_HEADER};
+use crate::abi::{self, Envoy, EnvoyConfig, Scheduler, StatId, REQUEST_HEADER, RESPONSE_HEADER};
+use crate::store;
 use ankusa_core::config::Config;
+use ankusa_core::fleet::edges;
 use ankusa_core::hook::headers::RequestHeaders;
 use ankusa_core::hook::hook_id::{IdBits, RANDOM_BYTES};
 use ankusa_core::hook::machine::{Level, Metric};
 use ankusa_core::hook::reply::LocalReply;
-use ankusa_core::hook::settle::Queued;
+use ankusa_core::hook::settle::{Enqueued, Queued};
 use ankusa_core::hook::worker::Worker;
-use ankusa_core::node::cas::MapStore;
-use ankusa_core::node::reload;
+use ankusa_core::node::cas::{read_u64, MapStore};
+use ankusa_core::node::edge_keys::DEPTH_KEY;
+use ankusa_core::node::{node_name, reload};
+use ankusa_core::shell::drain::settled_with;
 use ankusa_core::shell::host::Host;
 use ankusa_core::shell::metrics::{MetricIds, Metrics, StatKind, Stats};
+use ankusa_core::shell::native::SettleQueue;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::LazyLock;
@@ -25,12 +32,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The node's shared state (buckets, breaker, reload marks), process-wide.
 pub static NODE: LazyLock<MapStore> = LazyLock::new(MapStore::new);
 
+/// The node's settle operations, process-wide: hit calls carry them, the
+/// configuration's tick sends the rest ([`crate::node`]).
+pub static SETTLES: SettleQueue = SettleQueue::new();
+
 /// The filter-state key the decision is published under: the one the
 /// proxy-wasm filter's property lands on (`wasm.ankusa`), so one access-log
 /// format (`%FILTER_STATE(wasm.ankusa:PLAIN)%`) serves both shells.
 pub const DECISION_KEY: &str = "wasm.ankusa";
 
-/// A node name for claims when the configuration names none.
+/// A node name for claims when neither the configuration nor Envoy's
+/// command line names one.
 const DEFAULT_NODE: &str = "edge";
 
 /// What every hook on one worker reads, built once per configuration.
@@ -39,6 +51,8 @@ pub struct Runtime {
     pub metrics: Metrics<NativeStats>,
     node: String,
     ids: RefCell<IdBits>,
+    /// `Bearer <token>` for every store call (None: no token).
+    pub authorization: Option<String>,
 }
 
 impl Runtime {
@@ -51,6 +65,7 @@ impl Runtime {
         ids: MetricIds<StatId>,
     ) -> Result<Runtime, String> {
         let worker = Worker::configure(bytes, |name| std::env::var(name).ok(), &*NODE)?;
+        let authorization = store::authorization()?;
         let changed = reload::note_limit_changes(&*NODE, &worker.config);
         if !changed.is_empty() {
             abi::log(
@@ -58,22 +73,107 @@ impl Runtime {
                 &format!("ankusa: limits changed for {changed:?}; their buckets were reset"),
             );
         }
-        let node = worker
-            .config
-            .node
-            .clone()
-            .unwrap_or_else(|| DEFAULT_NODE.to_string());
-        Ok(Runtime {
+        let node = match &worker.config.node {
+            Some(node) => node.clone(),
+            None => service_node().unwrap_or_else(|| DEFAULT_NODE.to_string()),
+        };
+        let runtime = Runtime {
             worker,
             metrics: Metrics::with_ids(stats, ids),
             node,
             ids: RefCell::new(IdBits::new(id_seed())),
-        })
+            authorization,
+        };
+        if runtime.config().uses_store() {
+            // The share in force before any answer: the count the node last
+            // heard (kept across reloads), or the configuration's.
+            let live = edges::heard(&*NODE);
+            let share_ppm = edges::share_of(&runtime.config().fleet, live).ppm();
+            runtime.metrics.edges(live, share_ppm);
+        }
+        Ok(runtime)
     }
 
     pub fn config(&self) -> &Config {
         &self.worker.config
     }
+
+    /// Holds a settle operation for the next hit call; a batch's worth goes
+    /// to the node's queue at once (as a wasm worker holds its own).
+    pub fn settle(&self, item: Queued) {
+        let fleet = &self.config().fleet;
+        for item in SETTLES.hold(item, now_us(), fleet.settle_batch_max) {
+            self.enqueue(item);
+        }
+    }
+
+    /// Queues a settle operation on the node's queue; a full queue drops it
+    /// and counts the drop.
+    pub fn enqueue(&self, item: Queued) {
+        match SETTLES.enqueue(&*NODE, self.config().fleet.settle_queue_max, item) {
+            Enqueued::Queued(depth) => self.metrics.settle_depth(depth),
+            Enqueued::Dropped => self.metrics.settle_dropped(1),
+        }
+    }
+
+    /// The held settle operations, up to `settle_batch_max`, to ride on a hook's own hit.
+    pub fn held(&self) -> Vec<Queued> {
+        SETTLES.take_held(self.config().fleet.settle_batch_max)
+    }
+
+    /// Settle operations to ride on a batched call: the held ones first,
+    /// then the node's queue's, `settle_batch_max` at most.
+    pub fn riding(&self) -> Vec<Queued> {
+        let max = self.config().fleet.settle_batch_max;
+        let mut batch = SETTLES.take_held(max);
+        let queued = SETTLES.dequeue(&*NODE, max - batch.len());
+        if !queued.is_empty() {
+            self.metrics.settle_depth(read_u64(&*NODE, DEPTH_KEY).0);
+        }
+        batch.extend(queued);
+        batch
+    }
+
+    /// The riding operations' fate: counted, and when not applied queued
+    /// again (or dropped once out of retries).
+    pub fn settled(&self, settles: Vec<Queued>, applied: bool) {
+        let retries = self.config().fleet.settle_retries;
+        settled_with(&self.metrics, retries, settles, applied, |item| {
+            self.settle(item)
+        });
+    }
+
+    /// Sends a store call from the stream on `envoy`: its callout id.
+    pub fn call(&self, envoy: Envoy, path: &str, body: &[u8], timeout_ms: u64) -> Option<u64> {
+        let mut budget = String::new();
+        let call = store::call(
+            &self.config().fleet,
+            self.authorization.as_deref(),
+            path,
+            Some(body),
+            timeout_ms,
+            &mut budget,
+        );
+        envoy.callout(&call)
+    }
+}
+
+/// Envoy's `--service-node` (as a wire name), read from the process's
+/// command line: the module's ABI hands a filter no node id (the wasm
+/// filter reads `xds.node.id`). None when Envoy was started without it.
+fn service_node() -> Option<String> {
+    let cmdline = std::fs::read("/proc/self/cmdline").ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let id = args.iter().enumerate().find_map(|(i, arg)| {
+        if *arg == b"--service-node" {
+            args.get(i + 1).copied()
+        } else {
+            arg.strip_prefix(b"--service-node=")
+        }
+    })?;
+    let id = String::from_utf8_lossy(id);
+    let name = node_name::wire_name(&id);
+    (!name.is_empty()).then_some(name)
 }
 
 /// The seed of a worker's hook ids; should the OS's randomness fail, the
@@ -126,6 +226,12 @@ pub struct NativeHost {
     envoy: Cell<Option<Envoy>>,
     /// Within a body hook: the chunk Envoy is handing over counts.
     in_body: Cell<bool>,
+    /// The callout id of the hit call this stream sent on its own.
+    own_call: Cell<Option<u64>>,
+    /// This stream's scheduler, made on its first wake of the worker's batching.
+    scheduler: RefCell<Option<Scheduler>>,
+    /// A wake committed on this stream's scheduler has not run yet.
+    wake_owed: Cell<bool>,
 }
 
 impl NativeHost {
@@ -134,6 +240,34 @@ impl NativeHost {
             rt,
             envoy: Cell::new(None),
             in_body: Cell::new(false),
+            own_call: Cell::new(None),
+            scheduler: RefCell::new(None),
+            wake_owed: Cell::new(false),
+        }
+    }
+
+    pub fn runtime(&self) -> &Rc<Runtime> {
+        &self.rt
+    }
+
+    /// Whether callout `id` is this stream's own hit call; if so it is answered.
+    pub fn owns_call(&self, id: u64) -> bool {
+        let ours = self.own_call.get() == Some(id);
+        if ours {
+            self.own_call.set(None);
+        }
+        ours
+    }
+
+    /// Whether a wake this stream committed is still owed; it is taken.
+    pub fn take_wake(&self) -> bool {
+        self.wake_owed.replace(false)
+    }
+
+    /// The stream is destroyed: its scheduler goes.
+    pub fn release(&self) {
+        if let Some(scheduler) = self.scheduler.borrow_mut().take() {
+            scheduler.delete();
         }
     }
 
@@ -141,6 +275,11 @@ impl NativeHost {
     pub fn enter(&self, envoy: Envoy, in_body: bool) {
         self.envoy.set(Some(envoy));
         self.in_body.set(in_body);
+    }
+
+    /// The stream's Envoy filter (None: no hook has run yet).
+    pub fn envoy(&self) -> Option<Envoy> {
+        self.envoy.get()
     }
 
     fn with_envoy<R>(&self, otherwise: R, f: impl FnOnce(Envoy) -> R) -> R {
@@ -221,19 +360,32 @@ impl Host for NativeHost {
         })
     }
 
-    /// No store call is ever made (fleet scopes are refused at configuration).
-    fn call_answer(&self, _body_size: usize) -> (Option<String>, Option<Vec<u8>>) {
-        (None, None)
+    /// The answer being handed over ([`store::answering`]).
+    fn call_answer(&self, body_size: usize) -> (Option<String>, Option<Vec<u8>>) {
+        store::answer(body_size)
     }
 
-    /// Refused at once: the module makes no store call (fleet scopes are
-    /// refused at configuration, so no hook plans one).
-    fn dispatch(&self, _path: &str, _body: &[u8], _timeout_ms: u64) -> bool {
-        false
+    /// An HTTP callout from this stream, answered to it
+    /// (`on_http_filter_http_callout_done`).
+    fn dispatch(&self, path: &str, body: &[u8], timeout_ms: u64) -> bool {
+        let id = self.with_envoy(None, |e| self.rt.call(e, path, body, timeout_ms));
+        self.own_call.set(id);
+        id.is_some()
     }
 
-    fn wake_root(&self, _queue: u32) -> bool {
-        false
+    /// A hook's callback can't send the worker's batched call while its own
+    /// machine is not parked yet: the wake runs one event-loop turn later,
+    /// through this stream's scheduler (`on_http_filter_scheduled`). Should
+    /// the stream end first, the wake runs as it ends (`Filter::stream_complete`).
+    fn wake_root(&self, queue: u32) -> bool {
+        let Some(envoy) = self.envoy.get() else {
+            return false;
+        };
+        let mut scheduler = self.scheduler.borrow_mut();
+        let scheduler = scheduler.get_or_insert_with(|| envoy.scheduler());
+        scheduler.commit(u64::from(queue));
+        self.wake_owed.set(true);
+        true
     }
 
     fn reply(&self, reply: &LocalReply) {
@@ -252,14 +404,17 @@ impl Host for NativeHost {
         self.rt.metrics.apply(metric);
     }
 
-    /// Node scopes hold no claim in the store: nothing to settle.
-    fn settle(&self, _item: Queued) {}
-
-    fn take_riding(&self) -> Vec<Queued> {
-        Vec::new()
+    fn settle(&self, item: Queued) {
+        self.rt.settle(item);
     }
 
-    fn riding_settled(&self, _settles: Vec<Queued>, _applied: bool) {}
+    fn take_riding(&self) -> Vec<Queued> {
+        self.rt.held()
+    }
+
+    fn riding_settled(&self, settles: Vec<Queued>, applied: bool) {
+        self.rt.settled(settles, applied);
+    }
 
     fn publish(&self, line: &str) {
         self.with_envoy((), |e| {

@@ -9,9 +9,15 @@
 //! - [`filter`]: the configuration (the core's parser) and one stream's
 //!   filter: Envoy's hooks onto the core's stream.
 //! - [`host`]: the core's host over the ABI, local replies, and a worker's runtime.
+//! - [`store`]: a store call's request (the token from Envoy's environment) and answer.
+//! - [`root`]: a worker's batched hit calls, sent from a waiting hook's stream.
+//! - `floor` (feature `floor`, the benchmark's build): hooks that decide
+//!   nothing, the native no-op and one-callout floors, in place of [`hooks`].
+//! - [`node`]: the node's background calls (settle batches, override polls)
+//!   on Envoy's main thread, ticked by a thread of the module's own.
 //!
-//! So far the module answers node scopes (rate limits and dedupe on the
-//! node alone); a configuration with a fleet scope is refused at start.
+//! Node and fleet scopes alike: hit calls are HTTP callouts from the hook's
+//! stream, with the wasm filter's budget, batching and breaker (the core's).
 //! Built with `cargo build -p ankusa-module --profile release-native`
 //! (`panic = "unwind"`): `target/release-native/libankusa_module.so`.
 #![deny(unsafe_code)]
@@ -23,6 +29,13 @@
 #[allow(unsafe_code)]
 pub mod abi;
 pub mod filter;
+#[cfg(feature = "floor")]
+#[allow(unsafe_code)]
+pub mod floor;
+#[cfg(not(feature = "floor"))]
 #[allow(unsafe_code)]
 pub mod hooks;
 pub mod host;
+pub mod node;
+pub mod root;
+pub mod store;

@@ -363,13 +363,20 @@ impl Edge {
         )
     }
 
-    /// A metric from `/stats/prometheus`, by its exact name and labels as printed
-    /// (`ankusa_admissions_total{outcome="admitted"}`); 0 if absent.
-    pub fn stat(&self, name_with_labels: &str) -> f64 {
+    /// `/stats/prometheus` under the names Prometheus stores, whichever the
+    /// shell ([`shell::as_scraped`]: the native module's `envoy_ankusa_ankusa_*`
+    /// as `ankusa_*`).
+    pub fn scraped(&self) -> String {
         let text = http::get(&self.admin_url("/stats/prometheus"))
             .map(|r| r.text())
             .unwrap_or_default();
-        crate::metrics::metric_value(&shell::as_scraped(&text), name_with_labels)
+        shell::as_scraped(&text)
+    }
+
+    /// A metric from `/stats/prometheus`, by its exact name and labels as printed
+    /// (`ankusa_admissions_total{outcome="admitted"}`); 0 if absent.
+    pub fn stat(&self, name_with_labels: &str) -> f64 {
+        crate::metrics::metric_value(&self.scraped(), name_with_labels)
     }
 
     /// The last 40 lines of Envoy's log.

@@ -24,9 +24,7 @@ fn with_shadow(mut config: Value, shadow: Option<Value>) -> Value {
 
 /// The counter of `ankusa_admissions_total` whose labels hold both `outcome` and `shadow="true"`.
 fn shadowed(edge: &Edge, outcome: &str) -> f64 {
-    let text = ankusa_testkit::http::get(&edge.admin_url("/stats/prometheus"))
-        .map(|r| r.text())
-        .unwrap_or_default();
+    let text = edge.scraped();
     text.lines()
         .filter(|l| l.starts_with("ankusa_admissions_total{"))
         .filter(|l| l.contains(&format!("outcome=\"{outcome}\"")) && l.contains("shadow=\"true\""))

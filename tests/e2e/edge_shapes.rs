@@ -145,10 +145,7 @@ impl World {
 
     /// Every `ankusa_admissions_total` series (its labels) and its count.
     fn admissions(&self) -> BTreeMap<String, f64> {
-        let url = self.edge.admin_url("/stats/prometheus");
-        let text = ankusa_testkit::http::get(&url)
-            .map(|r| r.text())
-            .unwrap_or_default();
+        let text = self.edge.scraped();
         text.lines()
             .filter_map(|l| l.strip_prefix("ankusa_admissions_total{"))
             .filter_map(|l| l.rsplit_once(' '))

@@ -2,8 +2,9 @@
 //! as the pinned Envoy loads it: every callback it calls is one the binary
 //! exports, the ABI version it was written for is matched at load, a hook
 //! goes through it and is counted under the wasm filter's names with its
-//! decision in the access log, and what it can't serve is refused at start
-//! with a message naming why. The rest of the suite runs for it with
+//! decision in the access log, fleet hooks reach the store (and fall back
+//! to the node when it is down), and a module built for another ABI is
+//! refused at start with a message naming why. The rest of the suite runs for it with
 //! `ANKUSA_SHELL=native` (the testkit's edge takes the shell as a parameter).
 
 use ankusa_testkit::access_log;
@@ -12,6 +13,8 @@ use ankusa_testkit::envoy::{self, Edge, EdgeSpec, Shell};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::paths;
 use ankusa_testkit::ports::free_port;
+use ankusa_testkit::redis::Redis;
+use ankusa_testkit::store::Store;
 use ankusa_tests::edge_support::*;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -114,22 +117,85 @@ fn envoy_matches_the_modules_abi_and_a_hook_goes_through_it_counted_and_logged()
     );
 }
 
+/// The store's own count of hits it answered (alone or in batches).
+fn store_hits(store: &Store) -> f64 {
+    ankusa_testkit::metrics::metric_value(
+        &ankusa_testkit::http::get(&store.url_of("/metrics"))
+            .map(|r| r.text())
+            .unwrap_or_default(),
+        "ankusa_store_hits_per_call_sum",
+    )
+}
+
 #[test]
-fn a_fleet_configuration_is_refused_at_start_naming_the_scope() {
-    let mut edge = Edge::spawn(native_spec(
-        "edge-native-fleet",
-        free_port(),
-        envoy::fleet_filter_config(),
-    ));
+fn fleet_hooks_through_the_module_reach_the_store_and_are_counted_there() {
+    let redis = Redis::start();
+    let store = Store::start(&redis.url());
+    let intake = Intake::start();
+    let mut spec = native_spec("edge-native-fleet", intake.port, fleet_config(1_000, 5));
+    spec.store_port = store.port;
+    let edge = Edge::start_lds_logged(spec);
+    let statuses = concurrently(8, 40, {
+        let url = edge.url("/webhooks/gh");
+        move |i| {
+            ankusa_testkit::http::request(
+                "POST",
+                &url,
+                &[("x-github-delivery", &format!("native-fleet-{i}"))],
+                b"{}",
+                Duration::from_secs(10),
+            )
+            .expect("edge answers")
+            .status
+        }
+    });
     assert!(
-        edge.wait_exit(Duration::from_secs(30)).is_some(),
-        "Envoy refuses the configuration and exits"
+        statuses.iter().all(|s| *s == 201),
+        "{statuses:?}\n{}",
+        edge.log_tail()
     );
-    let log = edge.log();
+    assert_eq!(store_hits(&store), 40.0, "one store hit per hook");
+    assert_eq!(edge.stat("ankusa_fleet_fallback_total"), 0.0);
+    // A redelivery is the fleet's duplicate once the claim is promoted by
+    // the node's settle batches (sent from Envoy's main thread).
     assert!(
-        log.contains("ankusa: configuration refused") && log.contains("\"fleet\""),
-        "{log}"
+        eventually(Duration::from_secs(10), || claim_value(
+            &redis,
+            "native-fleet-0"
+        )
+        .starts_with("c:")),
+        "the claim was never promoted: {}",
+        claim_value(&redis, "native-fleet-0")
     );
+    let again = deliver(&edge, "/webhooks/gh", "native-fleet-0");
+    assert_eq!(again.json()["duplicate"], true, "{}", again.text());
+    let path = edge.access_log.clone().expect("a logged edge");
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            access_log::lines(&path)
+                .iter()
+                .any(|l| l.contains("outcome=duplicate") && l.contains("decided=store"))
+        }),
+        "{:?}",
+        access_log::lines(&path)
+    );
+}
+
+#[test]
+fn with_the_store_down_the_module_answers_from_the_node_and_opens_the_breaker() {
+    let intake = Intake::start();
+    let mut config = fleet_config(1_000, 5);
+    config["fleet"]["timeout_ms"] = serde_json::json!(300);
+    config["fleet"]["breaker_min_calls"] = serde_json::json!(5);
+    config["fleet"]["breaker_failure_rate"] = serde_json::json!(0.5);
+    let edge = Edge::start(native_spec("edge-native-down", intake.port, config));
+    for i in 0..20 {
+        let r = deliver(&edge, "/webhooks/gh", &format!("native-down-{i}"));
+        assert_eq!(r.status, 201, "{}\n{}", r.text(), edge.log_tail());
+    }
+    assert_eq!(intake.hooks().len(), 20, "no hook lost");
+    assert!(edge.stat("ankusa_fleet_fallback_total") >= 20.0);
+    assert_eq!(edge.stat("ankusa_fleet_breaker_state"), 1.0, "open");
 }
 
 /// A copy of the module that calls one callback this Envoy doesn't export,

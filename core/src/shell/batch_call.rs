@@ -19,8 +19,10 @@ pub trait Root {
     /// The host a parked hook's step is performed on.
     type HookHost: Host;
     fn now_us(&self) -> u64;
-    /// Sends a batched call; its token, or None when the host refused it.
-    fn send(&self, path: &str, body: &[u8], timeout_ms: u64) -> Option<u32>;
+    /// Sends a batched call for the hooks of streams `members` (a shell
+    /// whose calls belong to a stream sends it from one of theirs); its
+    /// token, or None when the host refused it.
+    fn send(&self, path: &str, body: &[u8], timeout_ms: u64, members: &[u32]) -> Option<u32>;
     /// Settle operations to ride on a call: this worker's own first, then
     /// any waiting in the node's queue, `settle_batch_max` at most.
     fn riding_settles(&self) -> Vec<Queued>;
@@ -64,7 +66,7 @@ fn flush<R: Root>(root: &R) {
             root.store_wire()
         };
         let (path, body) = with_settle(call.path, call.body, &settles, settles_for);
-        match root.send(path, &body, call.timeout_ms) {
+        match root.send(path, &body, call.timeout_ms, &call.members) {
             Some(token) => batch::with(|s| {
                 let sent = batch::Sent {
                     path,
@@ -162,8 +164,8 @@ impl<R: Root> Root for Rc<R> {
         R::now_us(self)
     }
 
-    fn send(&self, path: &str, body: &[u8], timeout_ms: u64) -> Option<u32> {
-        R::send(self, path, body, timeout_ms)
+    fn send(&self, path: &str, body: &[u8], timeout_ms: u64, members: &[u32]) -> Option<u32> {
+        R::send(self, path, body, timeout_ms, members)
     }
 
     fn riding_settles(&self) -> Vec<Queued> {

@@ -25,7 +25,7 @@ pub struct Keys {
 }
 
 impl Keys {
-    /// Reads every secret a `verify` names through `env` (the VM environment).
+    /// Reads every secret a `verify` names through `env` (the wasm VM's environment, or the native module's process).
     /// A missing, empty or unreadable one refuses the configuration, naming
     /// the source and the variable, never the value; so does one secret
     /// given to two path tenants under two names (unless the source says
@@ -40,7 +40,7 @@ impl Keys {
                     .iter()
                     .map(|name| {
                         let value = env(name).ok_or_else(|| {
-                            format!("{field}: environment variable {name} is not set in the VM (pass it through vm_config.environment_variables.host_env_keys)")
+                            format!("{field}: environment variable {name} is not set in the filter's environment (the proxy-wasm filter: pass it through vm_config.environment_variables.host_env_keys; the native module: set it in Envoy's own environment)")
                         })?;
                         rule.scheme
                             .key(&value)

@@ -21,6 +21,8 @@ pub struct Fake {
     /// Local replies: (status, headers, body).
     pub sent: Vec<Sent>,
     pub continued: u32,
+    /// The filters continued, in order.
+    pub continued_on: Vec<usize>,
     pub filter_state: Vec<(String, Vec<u8>)>,
     pub logs: Vec<(u32, String)>,
     /// The next header read panics.
@@ -28,6 +30,37 @@ pub struct Fake {
     /// Stats defined: (kind 0 counter / 1 gauge / 2 histogram, name, value
     /// now: a counter's sum, a gauge's or histogram's last value).
     pub stats: Vec<(u8, String, u64)>,
+    /// Callouts sent from a stream, in order.
+    pub callouts: Vec<Callout>,
+    /// Callouts sent from the configuration (Envoy's main thread).
+    pub config_callouts: Vec<Callout>,
+    /// Envoy refuses the next callouts at once (no such cluster).
+    pub refuse_callouts: bool,
+    /// Events committed on a stream's scheduler, and on a configuration's.
+    pub commits: Vec<u64>,
+    pub config_commits: Vec<u64>,
+    /// Schedulers made and deleted.
+    pub schedulers_made: u32,
+    pub schedulers_deleted: u32,
+}
+
+/// A callout as the module sent it.
+#[derive(Clone, Debug)]
+pub struct Callout {
+    pub id: u64,
+    pub cluster: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub timeout_ms: u64,
+}
+
+impl Callout {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 impl Fake {
@@ -174,8 +207,11 @@ pub unsafe fn envoy_dynamic_module_callback_http_received_buffered_request_body(
     false
 }
 
-pub unsafe fn envoy_dynamic_module_callback_http_filter_continue_decoding(_filter: *mut c_void) {
-    with(|f| f.continued += 1);
+pub unsafe fn envoy_dynamic_module_callback_http_filter_continue_decoding(filter: *mut c_void) {
+    with(|f| {
+        f.continued += 1;
+        f.continued_on.push(filter as usize);
+    });
 }
 
 pub unsafe fn envoy_dynamic_module_callback_http_set_filter_state_bytes(
@@ -267,4 +303,111 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_record_histogram_
     value: u64,
 ) -> u32 {
     write(id, value, false)
+}
+
+/// Callout ids, unique per test thread (Envoy's are per stream or configuration).
+fn next_id() -> u64 {
+    with(|f| (f.callouts.len() + f.config_callouts.len()) as u64 + 1)
+}
+
+unsafe fn callout(
+    config: bool,
+    id: *mut u64,
+    cluster: Buffer,
+    headers: *mut Header,
+    headers_len: usize,
+    body: Buffer,
+    timeout_ms: u64,
+) -> u32 {
+    if with(|f| f.refuse_callouts) {
+        return 2; // ClusterNotFound
+    }
+    let headers = std::slice::from_raw_parts(headers, headers_len)
+        .iter()
+        .map(|h| (text(h.key), text(h.value)))
+        .collect();
+    let n = next_id();
+    let sent = Callout {
+        id: n,
+        cluster: text(cluster),
+        headers,
+        body: body.bytes().to_vec(),
+        timeout_ms,
+    };
+    with(|f| {
+        if config {
+            f.config_callouts.push(sent)
+        } else {
+            f.callouts.push(sent)
+        }
+    });
+    *id = n;
+    0
+}
+
+pub unsafe fn envoy_dynamic_module_callback_http_filter_http_callout(
+    _filter: *mut c_void,
+    id: *mut u64,
+    cluster: Buffer,
+    headers: *mut Header,
+    headers_len: usize,
+    body: Buffer,
+    timeout_ms: u64,
+) -> u32 {
+    callout(false, id, cluster, headers, headers_len, body, timeout_ms)
+}
+
+pub unsafe fn envoy_dynamic_module_callback_http_filter_config_http_callout(
+    _config: *mut c_void,
+    id: *mut u64,
+    cluster: Buffer,
+    headers: *mut Header,
+    headers_len: usize,
+    body: Buffer,
+    timeout_ms: u64,
+) -> u32 {
+    callout(true, id, cluster, headers, headers_len, body, timeout_ms)
+}
+
+/// Stands for a scheduler Envoy made.
+const SCHEDULER: *mut c_void = 16 as *mut c_void;
+
+pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_new(
+    _filter: *mut c_void,
+) -> *mut c_void {
+    with(|f| f.schedulers_made += 1);
+    SCHEDULER
+}
+
+pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_commit(
+    _scheduler: *mut c_void,
+    event: u64,
+) {
+    with(|f| f.commits.push(event));
+}
+
+pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_delete(_scheduler: *mut c_void) {
+    with(|f| f.schedulers_deleted += 1);
+}
+
+pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_new(
+    _config: *mut c_void,
+) -> *mut c_void {
+    with(|f| f.schedulers_made += 1);
+    SCHEDULER
+}
+
+pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_commit(
+    _scheduler: *mut c_void,
+    event: u64,
+) {
+    // The background ticker commits from its own thread: this thread's fake
+    // doesn't see those (the tests run the tick themselves).
+    with(|f| f.config_commits.push(event));
+}
+
+pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_delete(
+    _scheduler: *mut c_void,
+) {
+    with(|f| f.schedulers_deleted += 1);
 }

@@ -10,14 +10,10 @@ const NODE: &str = r#"{"node":"edge-1",
     "sources":{"gh":{"tenant":"acme","dedupe":"github"}},
     "rate_limits":{"default":{"rate":1,"burst":1}}}"#;
 
-const FLEET: &str = r#"{"node":"edge-1",
-    "sources":{"gh":{"tenant":"acme","dedupe":"github"}},
-    "rate_limits":{"scope":"fleet","default":{"rate":10,"burst":20}}}"#;
-
 /// Stands for Envoy's filter pointer: the fake ignores it.
-const ENVOY: *mut c_void = 8 as *mut c_void;
+pub(super) const ENVOY: *mut c_void = 8 as *mut c_void;
 
-fn config(json: &str) -> *const c_void {
+pub(super) fn config(json: &str) -> *const c_void {
     envoy_dynamic_module_on_http_filter_config_new(
         std::ptr::null_mut(),
         Buffer::of(b"ankusa"),
@@ -25,7 +21,7 @@ fn config(json: &str) -> *const c_void {
     )
 }
 
-fn reset(request: &[(&str, &str)]) {
+pub(super) fn reset(request: &[(&str, &str)]) {
     fake::with(|f| {
         // The stats defined with the configuration stay.
         let stats = std::mem::take(&mut f.stats);
@@ -40,7 +36,7 @@ fn reset(request: &[(&str, &str)]) {
     });
 }
 
-fn post(delivery: &str) -> Vec<(&'static str, String)> {
+pub(super) fn post(delivery: &str) -> Vec<(&'static str, String)> {
     vec![
         (":path", "/webhooks/gh".into()),
         (":method", "POST".into()),
@@ -49,11 +45,11 @@ fn post(delivery: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn as_refs<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+pub(super) fn as_refs<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     pairs.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
-fn decision() -> String {
+pub(super) fn decision() -> String {
     fake::with(|f| {
         let (key, value) = f.filter_state.last().cloned().unwrap_or_default();
         assert_eq!(key, "wasm.ankusa");
@@ -79,19 +75,6 @@ fn a_bad_configuration_is_refused_with_the_field_named() {
         logs.iter().any(|(level, line)| *level == LOG_ERROR
             && line.contains("configuration refused")
             && line.contains("dedupe")),
-        "{logs:?}"
-    );
-}
-
-#[test]
-fn a_fleet_scope_is_refused_until_the_module_calls_the_store() {
-    reset(&[]);
-    assert!(config(FLEET).is_null());
-    // Refused before anything is defined or the node's buckets touched.
-    assert!(fake::with(|f| f.stats.is_empty()));
-    let logs = fake::with(|f| f.logs.clone());
-    assert!(
-        logs.iter().any(|(_, line)| line.contains("fleet")),
         "{logs:?}"
     );
 }

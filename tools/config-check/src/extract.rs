@@ -9,8 +9,7 @@
 //!   `google.protobuf.StringValue`), in a bootstrap, an LDS file or any YAML;
 //! - an Envoy `envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter`
 //!   loading the native module (`dynamic_module_config.name` `ankusa_module`):
-//!   its `filter_config` (a `google.protobuf.StringValue`), checked also for
-//!   what the native module serves ([`Shell::Native`]);
+//!   its `filter_config` (a `google.protobuf.StringValue`) ([`Shell::Native`]);
 //! - an Istio `WasmPlugin`: `spec.pluginConfig`;
 //! - an Envoy Gateway `EnvoyExtensionPolicy`: each `spec.wasm[].config`;
 //! - a Kubernetes `ConfigMap`: each `data` entry named `*.yaml`/`*.yml`

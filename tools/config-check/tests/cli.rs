@@ -144,29 +144,6 @@ fn a_bootstrap_with_a_bad_configuration_is_refused_naming_the_field() {
 }
 
 #[test]
-fn a_native_bootstrap_with_a_fleet_scope_is_refused_as_the_module_refuses_it() {
-    let good = std::fs::read_to_string(root().join("envoy/edge-native.yaml")).unwrap();
-    let bad = good.replace(
-        r#""default": {"rate": 50, "burst": 100},"#,
-        r#""scope": "fleet", "default": {"rate": 50, "burst": 100},"#,
-    );
-    assert_ne!(good, bad, "the bootstrap's rate_limits line moved");
-    let dir = std::env::temp_dir().join(format!("ankusa-config-native-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("edge-native.yaml");
-    std::fs::write(&file, bad).unwrap();
-    let out = run(&["check", file.to_str().unwrap()]);
-    let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stdout(&out)
-            .contains(".filter_config): refused: rate_limits.scope / dedupe.scope \"fleet\""),
-        "{}",
-        stdout(&out)
-    );
-}
-
-#[test]
 fn schema_prints_the_checked_in_file_exactly() {
     let out = run(&["schema"]);
     assert_eq!(out.status.code(), Some(0));

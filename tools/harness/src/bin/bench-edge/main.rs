@@ -386,6 +386,7 @@ fn finish(
     tallies.iter_mut().for_each(Tally::finish);
     let rows: Vec<(&Variant, &Tally)> = chosen.iter().zip(tallies.iter()).collect();
     report::print_mode(title, clients, &rows);
+    report::print_native_goals(clients, &rows);
     rows.iter()
         .filter_map(|(v, t)| report::problem(v, t, mode))
         .collect()

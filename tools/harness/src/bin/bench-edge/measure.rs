@@ -62,7 +62,13 @@ impl EdgeCounts {
             .unwrap_or_default();
         // The native module's stats under the names Prometheus stores.
         let text = ankusa_testkit::envoy::shell::as_scraped(&text);
-        let m = |name: &str| find_metric(&text, name).unwrap_or(0.0);
+        // The native floors count under the wasm floors' names, prefixed
+        // `envoy_ankusa_` (their metrics namespace).
+        let m = |name: &str| {
+            find_metric(&text, name)
+                .or_else(|| find_metric(&text, &format!("envoy_ankusa_{name}")))
+                .unwrap_or(0.0)
+        };
         EdgeCounts {
             admitted: m(r#"ankusa_admissions_total{outcome="admitted"}"#),
             fallbacks: m("ankusa_fleet_fallback_total"),

@@ -20,8 +20,25 @@ pub const GOALS: [(char, char, f64, &str); 3] = [
 /// A ratio of total CPU per hook (Envoy + limiter + Redis) the goals bound.
 pub const TOTAL_GOALS: [(char, char, f64, &str); 1] = [('c', 'p', 0.80, "fleet scopes / the peer")];
 
+/// The native module's goals, in Envoy CPU per hook: (num, den, goal at 1
+/// client, goal at more, what). The total-CPU one is [`NATIVE_TOTAL_GOAL`].
+pub const NATIVE_GOALS: [(char, char, f64, f64, &str); 2] = [
+    ('F', 'p', 1.00, 0.80, "native fleet scopes / the peer"),
+    ('N', 'M', 1.10, 1.10, "native node scopes / native no-op"),
+];
+
+/// Native fleet scopes' total CPU (Envoy + store + Redis) against the peer's
+/// (Envoy + Limitador + Redis), bound at 32 clients.
+pub const NATIVE_TOTAL_GOAL: (char, char, f64, usize, &str) = (
+    'F',
+    'p',
+    0.80,
+    32,
+    "native fleet scopes / the peer, total CPU",
+);
+
 /// Ratios printed for context, no goal attached.
-const CONTEXT: [(char, char, &str); 18] = [
+const CONTEXT: [(char, char, &str); 23] = [
     ('l', 'a', "native local_ratelimit / bare"),
     ('n', 'a', "no-op wasm / bare"),
     ('n', 'l', "no-op wasm / native local_ratelimit"),
@@ -40,6 +57,11 @@ const CONTEXT: [(char, char, &str); 18] = [
     ('N', 'b', "native module, node / wasm filter, node"),
     ('D', 'd', "native module, verify / wasm filter, verify"),
     ('N', 'n', "native module, node / no-op wasm"),
+    ('M', 'n', "native no-op / no-op wasm"),
+    ('G', 'f', "native one-callout floor / wasm floor"),
+    ('F', 'G', "native fleet / native one-callout floor"),
+    ('F', 'c', "native fleet / wasm filter, fleet"),
+    ('G', 'p', "native one-callout floor / the peer"),
 ];
 
 /// Ratios of total CPU per hook (Envoy + the variant's own store and Redis).
@@ -207,6 +229,35 @@ fn print_goal((a, b, goal, what): (char, char, f64, &str), (r, lo, hi): (f64, f6
         "  goal  ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]  target ≤ {goal:.2}  {}",
         if r <= goal { "met" } else { "NOT met" }
     );
+}
+
+/// The native module's goals for one load (`clients` per Envoy).
+pub fn print_native_goals(clients: usize, rows: &[(&Variant, &Tally)]) {
+    let get = |k: char| rows.iter().find(|(v, _)| v.key == k).map(|(_, t)| *t);
+    let mut printed = false;
+    for (a, b, one, more, what) in NATIVE_GOALS {
+        let Some((x, y)) = get(a).zip(get(b)) else {
+            continue;
+        };
+        let Some((r, lo, hi)) = spread(x, y, Tally::envoy_us, |t| &t.per_round_us) else {
+            continue;
+        };
+        if !printed {
+            println!("Native module goals at {clients} clients per Envoy:");
+            printed = true;
+        }
+        let goal = if clients <= 1 { one } else { more };
+        print_goal((a, b, goal, what), (r, lo, hi));
+    }
+    let (a, b, goal, at, what) = NATIVE_TOTAL_GOAL;
+    if clients == at {
+        let total = get(a)
+            .zip(get(b))
+            .and_then(|(x, y)| spread(x, y, Tally::total_us, |t| &t.per_round_total_us));
+        if let Some((r, lo, hi)) = total {
+            print_goal((a, b, goal, what), (r, lo, hi));
+        }
+    }
 }
 
 /// One mode's table, ratios and goals (`clients` per Envoy).

@@ -139,6 +139,18 @@ pub fn variants() -> Vec<Variant> {
             false,
         )
     };
+    let native = |key, name, module, config: &Value| Variant {
+        native: true,
+        ..v(key, name, module, config.clone(), false, false)
+    };
+    let native_noop = native('M', "native no-op module", Module::Noop, &Value::Null);
+    let native_callout = native(
+        'G',
+        "native one-callout floor",
+        Module::Callout,
+        &Value::Null,
+    );
+    let native_fleet = native('F', "native module, fleet scopes", Module::Filter, &fleet);
     let (node_base, fleet_base) = (
         baseline('B', "baseline build, node scopes", &node),
         baseline('C', "baseline build, fleet scopes", &fleet),
@@ -229,6 +241,9 @@ pub fn variants() -> Vec<Variant> {
         fleet_base,
         native_node,
         native_verified,
+        native_noop,
+        native_callout,
+        native_fleet,
     ]
 }
 
@@ -274,6 +289,14 @@ pub fn spawn(
             let peer = with_ratelimit(&without_wasm(&rendered(&spec))?, spec.store_port)?;
             Ok(Edge::spawn_with(spec, move |_| peer))
         }
+        Module::Noop if variant.native => {
+            spec.filter_config = Value::String(String::new());
+            Ok(Edge::spawn_with(spec, native_floor))
+        }
+        Module::Callout if variant.native => {
+            spec.filter_config = Value::String(CALLOUT_TARGET.to_string());
+            Ok(Edge::spawn_with(spec, native_floor))
+        }
         Module::Noop => floors::spawn(spec, floors::NOOP),
         Module::NodeCalls => {
             spec.filter_config = Value::String(floors::NODE_CALLS.to_string());
@@ -288,6 +311,15 @@ pub fn spawn(
             floors::spawn(spec, floors::CALLOUT)
         }
     }
+}
+
+/// The native floors' build (`--profile release-floor --features floor`), as
+/// scripts/bench-edge.sh copies it beside the module: Envoy loads it by name.
+pub const NATIVE_FLOOR: &str = "ankusa_floor";
+
+/// The native shell's bootstrap loading the floors' build instead of the module.
+fn native_floor(bootstrap: String) -> String {
+    bootstrap.replace("name: ankusa_module", &format!("name: {NATIVE_FLOOR}"))
 }
 
 const ROUTER: &str = "- name: envoy.filters.http.router";
@@ -379,6 +411,22 @@ mod tests {
     }
 
     #[test]
+    fn the_native_floors_and_fleet_variant_are_the_wasm_ones_run_natively() {
+        let v = variants();
+        let get = |k: char| v.iter().find(|x| x.key == k).unwrap();
+        for (native, wasm) in [('M', 'n'), ('G', 'f'), ('F', 'c')] {
+            assert!(get(native).native && !get(wasm).native);
+            assert_eq!(get(native).module, get(wasm).module);
+            assert_eq!(get(native).config, get(wasm).config);
+        }
+        assert!(get('F').hits_store() && get('G').needs_store());
+        assert_eq!(
+            native_floor("name: ankusa_module\n".into()),
+            "name: ankusa_floor\n"
+        );
+    }
+
+    #[test]
     fn the_native_variants_run_the_wasm_variants_configs_as_the_native_module() {
         let v = variants();
         let get = |k: char| v.iter().find(|x| x.key == k).unwrap();
@@ -467,7 +515,7 @@ mod tests {
         }
         assert_eq!(open, fleet);
         let keys: String = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, "alnkfhbdcopBCND");
+        assert_eq!(keys, "alnkfhbdcopBCNDMGF");
         let peer = get('p');
         assert!(peer.module == Module::Peer && !peer.needs_store() && !peer.hits_store());
     }
