@@ -22,7 +22,12 @@
 #       # Redis CPU and commands per fleet hook (hit, then promote): the
 #       # previous release's scripts (OLD_REV, default the commit of
 #       # CHANGELOG.md's v0.2.0) against this build's, alternating, in the
-#       # same run on a Redis of its own (`store-bench claims-cpu`)
+#       # same run on a Redis of its own (`store-bench claims-cpu`); Redis
+#       # CPU from its main thread's /proc schedstat. AGED=1: the compact
+#       # layout's steady state (the two partitions before the current one
+#       # hold entries, so a hit reads three); SCRIPTS=DIR: this build's
+#       # gcra/claims/hit/settle_batch.lua from DIR (a script change tried
+#       # without a rebuild); the output adds each command's calls and µs per hook
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,7 +60,8 @@ if [ "${MODE:-}" = memory ] || [ "${MODE:-}" = cpu ]; then
     for f in gcra hit settle; do git show "$OLD_REV:store-service/src/scripts/$f.lua" >"$DIR/old/$f.lua"; done
     echo "old scripts: $OLD_REV"
     "$TARGET_DIR/release/store-bench" claims-cpu --redis-url "redis://127.0.0.1:$PORT/0" \
-      --hooks "${HOOKS:-200000}" --depth "${DEPTH:-32}" --rounds "${ROUNDS:-3}" --old-scripts "$DIR/old"
+      --hooks "${HOOKS:-200000}" --depth "${DEPTH:-32}" --rounds "${ROUNDS:-3}" --old-scripts "$DIR/old" \
+      ${AGED:+--aged} ${SCRIPTS:+--scripts "$SCRIPTS"}
     exit 0
   fi
   for events in ${EVENTS:-1000000}; do

@@ -22,7 +22,7 @@
 use ankusa_core::wire::{Claim, SettleOp};
 use ankusa_store::backend::Backend;
 use ankusa_store::batcher::settle_calls;
-use ankusa_store::committed::Layout;
+use ankusa_store::committed::{self, Layout};
 use ankusa_store::config::RedisTarget;
 use ankusa_store::keys;
 use ankusa_store::metrics::Metrics;
@@ -78,6 +78,16 @@ enum Mode {
         /// Runs of each, alternating.
         #[arg(long, default_value_t = 3)]
         rounds: u64,
+        /// This build's scripts from a directory (`gcra.lua`, `claims.lua`,
+        /// `hit.lua`, `settle_batch.lua`) instead of those compiled in: to
+        /// try a script change (same KEYS and ARGV) without a rebuild.
+        #[arg(long)]
+        scripts: Option<std::path::PathBuf>,
+        /// Compact layout in its steady state: the two partitions before the
+        /// current one hold entries (25 buckets of 40), as once the first
+        /// window has passed, so a hit's lookup reads three partitions, not one.
+        #[arg(long)]
+        aged: bool,
     },
 }
 
@@ -110,12 +120,16 @@ fn main() {
             old_scripts,
             depth,
             rounds,
+            scripts,
+            aged,
         }) => {
             let runtime = runtime();
             runtime.block_on(claims_cpu(
                 &redis_url,
                 hooks,
                 &old_scripts,
+                scripts.as_deref(),
+                aged,
                 depth.max(1),
                 rounds.max(1),
             ));
@@ -281,33 +295,180 @@ async fn claims_memory(url: &str, events: u64, tenants: u64, ttl_ms: u64, layout
     }
 }
 
-/// Redis's own CPU seconds (user + system) and the commands it has run.
-async fn redis_cost(conn: &mut redis::aio::MultiplexedConnection) -> (f64, u64) {
+/// Where Redis's CPU time is read: its main thread's `schedstat` (ns, and
+/// no work for Redis) when it runs on this machine, else `INFO` (whose own
+/// cost then falls in every reading, alike for both layouts).
+enum CpuClock {
+    Proc(std::path::PathBuf),
+    Info,
+}
+
+impl CpuClock {
+    async fn of(conn: &mut redis::aio::MultiplexedConnection) -> CpuClock {
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(conn)
+            .await
+            .unwrap_or_else(|e| fail(&format!("INFO server: {e}")));
+        let pid = info
+            .lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .map(|p| p.trim().to_string());
+        match pid {
+            Some(pid) => {
+                let path = std::path::PathBuf::from(format!("/proc/{pid}/schedstat"));
+                let local = std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|cmd| cmd.contains("redis-server"));
+                if local {
+                    CpuClock::Proc(path)
+                } else {
+                    CpuClock::Info
+                }
+            }
+            None => CpuClock::Info,
+        }
+    }
+
+    fn source(&self) -> String {
+        match self {
+            CpuClock::Proc(path) => path.display().to_string(),
+            CpuClock::Info => "INFO (used_cpu_user + used_cpu_sys)".into(),
+        }
+    }
+
+    /// Redis's CPU seconds so far.
+    async fn read(&self, conn: &mut redis::aio::MultiplexedConnection) -> f64 {
+        match self {
+            CpuClock::Proc(path) => std::fs::read_to_string(path)
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+                .map(|ns| ns / 1e9)
+                .unwrap_or_else(|| fail(&format!("{}: unreadable", path.display()))),
+            CpuClock::Info => redis_cost(conn).await.cpu,
+        }
+    }
+}
+
+/// What Redis has spent so far, from one `INFO everything`.
+struct Cost {
+    /// Its own CPU seconds (user + system).
+    cpu: f64,
+    /// Commands run (a script's own commands included).
+    calls: u64,
+    /// Per command: calls and µs inside it (`INFO commandstats`; a script's
+    /// µs include those of the commands it calls).
+    by_command: std::collections::BTreeMap<String, (u64, u64)>,
+}
+
+async fn redis_cost(conn: &mut redis::aio::MultiplexedConnection) -> Cost {
     let info: String = redis::cmd("INFO")
         .arg("everything")
         .query_async(conn)
         .await
         .unwrap_or_else(|e| fail(&format!("INFO: {e}")));
-    let mut cpu = 0.0;
-    let mut calls = 0;
+    let mut cost = Cost {
+        cpu: 0.0,
+        calls: 0,
+        by_command: Default::default(),
+    };
     for line in info.lines() {
         if let Some(v) = line
             .strip_prefix("used_cpu_user:")
             .or_else(|| line.strip_prefix("used_cpu_sys:"))
         {
-            cpu += v.trim().parse::<f64>().unwrap_or(0.0);
+            cost.cpu += v.trim().parse::<f64>().unwrap_or(0.0);
         }
-        if line.starts_with("cmdstat_") {
-            if let Some(n) = line
-                .split_once("calls=")
-                .and_then(|(_, r)| r.split(',').next())
-                .and_then(|n| n.parse::<u64>().ok())
-            {
-                calls += n;
-            }
+        if let Some((name, stats)) = line
+            .strip_prefix("cmdstat_")
+            .and_then(|l| l.split_once(':'))
+        {
+            let field = |key: &str| {
+                stats
+                    .split(',')
+                    .find_map(|kv| kv.strip_prefix(key))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            let (calls, usec) = (field("calls="), field("usec="));
+            cost.calls += calls;
+            cost.by_command.insert(name.to_string(), (calls, usec));
         }
     }
-    (cpu, calls)
+    cost
+}
+
+/// Per command between two readings, per hook: `name=calls/usec` (µs inside the command).
+fn breakdown(before: &Cost, after: &Cost, hooks: u64) -> String {
+    let mut out = Vec::new();
+    for (name, (calls, usec)) in &after.by_command {
+        let (c0, u0) = before.by_command.get(name).copied().unwrap_or((0, 0));
+        let calls = calls.saturating_sub(c0);
+        if name == "info" || calls == 0 {
+            continue;
+        }
+        out.push(format!(
+            "{name}={:.2}/{:.2}µs",
+            calls as f64 / hooks as f64,
+            usec.saturating_sub(u0) as f64 / hooks as f64
+        ));
+    }
+    out.join(" ")
+}
+
+/// The claims' `ttl_ms` in `claims-cpu`: the default window, 72 hours.
+const TTL_MS: u64 = 259_200_000;
+
+/// Fills the two partitions of the `claims-cpu` tenant's series before the
+/// current one (Redis's clock) with 25 buckets of 40 entries each, and
+/// their counters, as the compact layout holds them once a window has passed.
+async fn age(conn: &mut redis::aio::MultiplexedConnection, ttl_ms: u64) {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME")
+        .query_async(conn)
+        .await
+        .unwrap_or_else(|e| fail(&format!("TIME: {e}")));
+    let now_ms = secs * 1000 + micros / 1000;
+    let part = committed::partition_ms(ttl_ms);
+    let series = format!("ankusa:{{bench}}:committed:{ttl_ms}");
+    let mut pipe = redis::pipe();
+    for back in 1..=2u64 {
+        let p = now_ms / part - back;
+        let expires = (p + 1) * part + ttl_ms;
+        let base = format!("{series}:{p}");
+        pipe.cmd("SET")
+            .arg(&base)
+            .arg(25 * committed::BUCKET_FILL)
+            .arg("PXAT")
+            .arg(expires)
+            .ignore();
+        for b in 0..25u64 {
+            let bucket = format!("{base}:{b}");
+            let mut hset = redis::cmd("HSET");
+            hset.arg(&bucket).arg("").arg("");
+            for i in 0..committed::BUCKET_FILL {
+                let field = Sha256::digest(format!("aged{p}:{b}:{i}"));
+                hset.arg(&field[..committed::DIGEST_LEN])
+                    .arg(&field[16..32]);
+            }
+            pipe.add_command(hset).ignore();
+            pipe.cmd("PEXPIREAT").arg(&bucket).arg(expires).ignore();
+        }
+    }
+    let _: () = pipe
+        .query_async(conn)
+        .await
+        .unwrap_or_else(|e| fail(&format!("aging the series: {e}")));
+}
+
+/// `cmd` (an `EVALSHA`) calling the script `sha` instead.
+fn with_sha(cmd: &redis::Cmd, sha: &str) -> redis::Cmd {
+    let mut out = redis::cmd("EVALSHA");
+    out.arg(sha);
+    for arg in cmd.args_iter().skip(2) {
+        if let redis::Arg::Simple(bytes) = arg {
+            out.arg(bytes);
+        }
+    }
+    out
 }
 
 async fn load(conn: &mut redis::aio::MultiplexedConnection, text: &str) -> String {
@@ -335,14 +496,40 @@ fn bench_hit(claim: &Claim) -> ankusa_core::wire::HitRequest {
     }
 }
 
-async fn claims_cpu(url: &str, hooks: u64, old: &std::path::Path, depth: u64, rounds: u64) {
-    let read = |name: &str| {
-        std::fs::read_to_string(old.join(name))
-            .unwrap_or_else(|e| fail(&format!("{}: {e}", old.join(name).display())))
+async fn claims_cpu(
+    url: &str,
+    hooks: u64,
+    old: &std::path::Path,
+    new: Option<&std::path::Path>,
+    aged: bool,
+    depth: u64,
+    rounds: u64,
+) {
+    let read = |dir: &std::path::Path, name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| fail(&format!("{}: {e}", dir.join(name).display())))
     };
-    let old_hit = format!("{}\n{}", read("gcra.lua"), read("hit.lua"));
-    let old_settle = read("settle.lua");
+    let old_hit = format!("{}\n{}", read(old, "gcra.lua"), read(old, "hit.lua"));
+    let old_settle = read(old, "settle.lua");
+    let (new_hit, new_settle) = match new {
+        Some(dir) => (
+            format!(
+                "{}\n{}\n{}",
+                read(dir, "gcra.lua"),
+                read(dir, "claims.lua"),
+                read(dir, "hit.lua")
+            ),
+            format!(
+                "{}\n{}",
+                read(dir, "claims.lua"),
+                read(dir, "settle_batch.lua")
+            ),
+        ),
+        None => (hit_source(), settle_source()),
+    };
     let (mut conn, backend) = connect(url).await;
+    let clock = CpuClock::of(&mut conn).await;
+    println!("Redis CPU read from {}", clock.source());
     let mut seq = 0u64;
     for round in 0..rounds {
         let order = if round % 2 == 0 {
@@ -359,9 +546,13 @@ async fn claims_cpu(url: &str, hooks: u64, old: &std::path::Path, depth: u64, ro
                 load(&mut conn, &old_hit).await,
                 load(&mut conn, &old_settle).await,
             );
-            load(&mut conn, &hit_source()).await;
-            load(&mut conn, &settle_source()).await;
-            let (cpu0, calls0) = redis_cost(&mut conn).await;
+            let new_hit_sha = load(&mut conn, &new_hit).await;
+            let new_settle_sha = load(&mut conn, &new_settle).await;
+            if aged && layout == "compact" {
+                age(&mut conn, TTL_MS).await;
+            }
+            let start = redis_cost(&mut conn).await;
+            let cpu0 = clock.read(&mut conn).await;
             let started = std::time::Instant::now();
             let mut done = 0;
             // Redis's CPU in the hits' pipelines alone.
@@ -371,7 +562,7 @@ async fn claims_cpu(url: &str, hooks: u64, old: &std::path::Path, depth: u64, ro
                 let claims: Vec<Claim> = (0..n)
                     .map(|_| {
                         seq += 1;
-                        let mut c = claim_of(seq, 1, 259_200_000);
+                        let mut c = claim_of(seq, 1, TTL_MS);
                         c.tenant = "bench".into();
                         c
                     })
@@ -393,18 +584,18 @@ async fn claims_cpu(url: &str, hooks: u64, old: &std::path::Path, depth: u64, ro
                             .arg(&claim.node)
                             .arg(claim.pending_ttl_ms);
                     } else {
-                        hits.add_command(ankusa_store::routes::hit::hit_cmd(
-                            &backend,
-                            &bench_hit(claim),
+                        hits.add_command(with_sha(
+                            &ankusa_store::routes::hit::hit_cmd(&backend, &bench_hit(claim)),
+                            &new_hit_sha,
                         ));
                     }
                 }
-                let before = redis_cost(&mut conn).await.0;
+                let before = clock.read(&mut conn).await;
                 let _: Vec<redis::Value> = hits
                     .query_async(&mut conn)
                     .await
                     .unwrap_or_else(|e| fail(&format!("{layout} hits: {e}")));
-                hits_cpu += redis_cost(&mut conn).await.0 - before;
+                hits_cpu += clock.read(&mut conn).await - before;
                 let mut settles = redis::pipe();
                 let ops: Vec<SettleOp> = claims
                     .iter()
@@ -431,7 +622,7 @@ async fn claims_cpu(url: &str, hooks: u64, old: &std::path::Path, depth: u64, ro
                     }
                 } else {
                     for (cmd, _) in settle_calls(&backend, &ops) {
-                        settles.add_command(cmd);
+                        settles.add_command(with_sha(&cmd, &new_settle_sha));
                     }
                 }
                 let replies: Vec<redis::Value> = settles
@@ -447,16 +638,24 @@ async fn claims_cpu(url: &str, hooks: u64, old: &std::path::Path, depth: u64, ro
                 done += n;
             }
             let took = started.elapsed().as_secs_f64();
-            let (cpu1, calls1) = redis_cost(&mut conn).await;
-            let rounds_of_info = 2 * hooks.div_ceil(depth);
+            let cpu1 = clock.read(&mut conn).await;
+            let end = redis_cost(&mut conn).await;
+            let rounds_of_info = match clock {
+                CpuClock::Proc(_) => 0,
+                CpuClock::Info => 2 * hooks.div_ceil(depth),
+            };
             println!(
                 "round={round} layout={layout} hooks={hooks} depth={depth} \
                  redis_cpu_us_per_hook={:.2} (hit {:.2}) redis_commands_per_hook={:.2} hooks_per_s={:.0}",
                 (cpu1 - cpu0) * 1e6 / hooks as f64,
                 hits_cpu * 1e6 / hooks as f64,
                 // Less the INFO calls that read the figures.
-                (calls1 - calls0).saturating_sub(1 + rounds_of_info) as f64 / hooks as f64,
+                (end.calls - start.calls).saturating_sub(1 + rounds_of_info) as f64 / hooks as f64,
                 hooks as f64 / took
+            );
+            println!(
+                "  per hook, calls/µs in each: {}",
+                breakdown(&start, &end, hooks)
             );
         }
     }

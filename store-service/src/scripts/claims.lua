@@ -35,8 +35,10 @@ local function committed_top(n)
   return top
 end
 
-local function committed_bucket(h, buckets)
-  local top = committed_top(buckets)
+-- The bucket of hash h among `buckets`; `top` is committed_top(buckets),
+-- passed when the caller has it.
+local function committed_bucket(h, buckets, top)
+  top = top or committed_top(buckets)
   local a = h % (top * 2)
   if a >= buckets then
     a = h % top
@@ -44,8 +46,10 @@ local function committed_bucket(h, buckets)
   return a
 end
 
+-- n is a whole number below 10^14 (a partition's or a bucket's index): Lua
+-- writes it in full, and one concatenation costs less than a format.
 local function committed_name(base, n)
-  return base .. ':' .. string.format('%.0f', n)
+  return base .. ':' .. n
 end
 
 local function hook_text(v)
@@ -59,24 +63,30 @@ local function hook_text(v)
   return (string.gsub(v, '^=+', ''))
 end
 
--- The hook id an event is committed under in the compact layout, or nil:
--- every partition that may still hold it (one ahead, for a clock that
--- stepped back), their counters in one MGET, then one HGET per partition.
-local function committed_find(series, ttl, digest, now_ms)
+-- The partitions that may still hold an event committed under series
+-- (one ahead, for a clock that stepped back), their counters' names appended
+-- to `names` (for one MGET with the caller's other reads); returns where
+-- they start in `names` and how many.
+local function committed_spans(names, series, ttl, now_ms)
   local part = math.ceil(ttl / 2)
   local p = math.floor(now_ms / part) + 1
-  local bases = {}
+  local first = #names + 1
   while (p + 1) * part + ttl >= now_ms do
-    bases[#bases + 1] = committed_name(series, p)
+    names[#names + 1] = series .. ':' .. p
     p = p - 1
   end
-  local counts = redis.call('MGET', unpack(bases))
+  return first, #names - first + 1
+end
+
+-- The hook id an event is committed under in the compact layout, or nil,
+-- from the partitions' counters read (values[first .. first + span - 1] for
+-- names[...]): one HGET per live partition.
+local function committed_match(names, values, first, span, digest)
   local h = committed_hash(digest)
-  for i = 1, #bases do
-    local count = tonumber(counts[i])
+  for i = first, first + span - 1 do
+    local count = tonumber(values[i])
     if count then
-      local bucket = committed_name(bases[i], committed_bucket(h, committed_buckets(count)))
-      local v = redis.call('HGET', bucket, digest)
+      local v = redis.call('HGET', names[i] .. ':' .. committed_bucket(h, committed_buckets(count)), digest)
       if v then
         return hook_text(v)
       end
@@ -85,9 +95,18 @@ local function committed_find(series, ttl, digest, now_ms)
   return nil
 end
 
+-- committed_match on its own: the counters in one MGET, then one HGET per
+-- live partition.
+local function committed_find(series, ttl, digest, now_ms)
+  local names = {}
+  local first, span = committed_spans(names, series, ttl, now_ms)
+  return committed_match(names, redis.call('MGET', unpack(names)), first, span, digest)
+end
+
 -- The partition a batch of commits at now_ms writes to, read once per batch
 -- (a script runs alone, so its count is kept here and written back by
--- committed_flush): parts[series] = {base, expires, count, before}.
+-- committed_flush): parts[series] = {base, expires, count, before, buckets,
+-- top}, buckets and top those of count (kept with it, not recomputed per entry).
 local function committed_part(parts, series, ttl, now_ms)
   local part = parts[series]
   if not part then
@@ -95,7 +114,9 @@ local function committed_part(parts, series, ttl, now_ms)
     local p = math.floor(now_ms / len)
     local base = committed_name(series, p)
     local count = tonumber(redis.call('GET', base)) or 0
-    part = {base = base, expires = string.format('%.0f', (p + 1) * len + ttl), count = count, before = count}
+    local buckets = committed_buckets(count)
+    part = {base = base, expires = (p + 1) * len + ttl, count = count, before = count,
+      buckets = buckets, top = committed_top(buckets)}
     parts[series] = part
   end
   return part
@@ -113,9 +134,11 @@ local function committed_add(parts, series, ttl, digest, value, now_ms)
     redis.call('PEXPIREAT', first, expires)
     return
   end
-  local before, after = committed_buckets(count - 1), committed_buckets(count)
-  if after > before then
+  local after = committed_buckets(count)
+  if after > part.buckets then
     -- Linear hashing: bucket j takes from bucket j - top the entries it now addresses.
+    local top = committed_top(after)
+    part.buckets, part.top = after, top
     local j = after - 1
     local from = committed_name(base, j - committed_top(j))
     local to = committed_name(base, j)
@@ -123,7 +146,7 @@ local function committed_add(parts, series, ttl, digest, value, now_ms)
     local moved, gone = {'', ''}, {}
     for i = 1, #fields, 2 do
       local f = fields[i]
-      if #f == DIGEST_LEN and committed_bucket(committed_hash(f), after) == j then
+      if #f == DIGEST_LEN and committed_bucket(committed_hash(f), after, top) == j then
         moved[#moved + 1] = f
         moved[#moved + 1] = fields[i + 1]
         gone[#gone + 1] = f
@@ -135,7 +158,7 @@ local function committed_add(parts, series, ttl, digest, value, now_ms)
     redis.call('HSET', to, unpack(moved))
     redis.call('PEXPIREAT', to, expires)
   end
-  redis.call('HSET', committed_name(base, committed_bucket(committed_hash(digest), after)), digest, value)
+  redis.call('HSET', committed_name(base, committed_bucket(committed_hash(digest), after, part.top)), digest, value)
 end
 
 -- Writes back the counts of the partitions a batch committed to, each
@@ -148,10 +171,11 @@ local function committed_flush(parts)
   end
 end
 
--- A claim's state before a hit: 'duplicate' and the hook id (committed in
--- either layout), 'pending' and the ms left, or 'free'.
-local function claim_state(key, series, ttl, digest, now_ms)
-  local held = redis.call('GET', key)
+-- A claim's state before a hit, from what its key holds (`held`, read by the
+-- caller) and its compact lookup (committed_match's arguments): 'duplicate'
+-- and the hook id (committed in either layout), 'pending' and the ms left,
+-- or 'free'.
+local function claim_state(key, held, names, values, first, span, digest)
   if held then
     if string.sub(held, 1, 2) == 'c:' then
       return 'duplicate', string.sub(held, 3)
@@ -162,7 +186,7 @@ local function claim_state(key, series, ttl, digest, now_ms)
     end
     return 'pending', left
   end
-  local hook = committed_find(series, ttl, digest, now_ms)
+  local hook = committed_match(names, values, first, span, digest)
   if hook then
     return 'duplicate', hook
   end

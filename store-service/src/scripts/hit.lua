@@ -22,8 +22,20 @@
 local n = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local override = redis.call('GET', KEYS[n + 1])
 local claims = #KEYS - n - 1
+-- Every string the hit may read, in one MGET: the buckets, the override,
+-- the claim keys (KEYS order), then each claim's partition counters.
+local names, spans = {}, {}
+for i = 1, #KEYS do
+  names[i] = KEYS[i]
+end
+for c = 1, claims do
+  local at = 3 * n + 3 * claims + 3 * c - 1
+  local first, span = committed_spans(names, ARGV[at], tonumber(ARGV[at + 1]), math.floor(now / 1000))
+  spans[c] = {first, span}
+end
+local values = redis.call('MGET', unpack(names))
+local override = values[n + 1]
 
 local function reply(r)
   if override then
@@ -53,8 +65,8 @@ end
 local pending = 0
 for c = 1, claims do
   local at = 3 * n + 3 * claims + 3 * c - 1
-  local state, value = claim_state(KEYS[n + 1 + c], ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2],
-    math.floor(now / 1000))
+  local state, value = claim_state(KEYS[n + 1 + c], values[n + 1 + c], names, values, spans[c][1], spans[c][2],
+    ARGV[at + 2])
   if state == 'duplicate' then
     return reply({'duplicate', value})
   end
@@ -84,13 +96,13 @@ local function store_bucket(key, stamp, level, rate)
   if ttl_ms > MAX_BUCKET_TTL_MS then
     ttl_ms = MAX_BUCKET_TTL_MS
   end
-  redis.call('SET', key, string.format('%.0f:%.0f', stamp, level), 'PX', ttl_ms)
+  redis.call('SET', key, string.format('%d:%d', stamp, level), 'PX', ttl_ms)
 end
 
 local stamps, levels, restamps = {}, {}, {}
 local wait = 0
 for i = 1, n do
-  local stored = redis.call('GET', KEYS[i])
+  local stored = values[i]
   local stamp, level = nil, nil
   if stored then
     local s, l = string.match(stored, '^(%d+):(%d+)$')
@@ -112,13 +124,13 @@ if wait > 0 then
       store_bucket(KEYS[i], now, restamps[i], rates[i])
     end
   end
-  return reply({'rate_limited', string.format('%.0f', wait)})
+  return reply({'rate_limited', string.format('%d', wait)})
 end
 
 local after = {}
 for i = 1, n do
   store_bucket(KEYS[i], stamps[i], levels[i], rates[i])
-  after[i] = string.format('%.0f', levels[i])
+  after[i] = string.format('%d', levels[i])
 end
 for c = 1, claims do
   local at = 3 * n + 3 * c - 1

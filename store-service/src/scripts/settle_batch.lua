@@ -25,10 +25,17 @@ local function clock()
 end
 local out = {}
 local parts = {}
+-- Every claim key in one MGET, the deletions in one DEL at the end:
+-- `holds` is what each key holds as the batch goes (a key may come twice).
+local holds, gone = {}, {}
+local values = redis.call('MGET', unpack(KEYS))
+for i = 1, #KEYS do
+  holds[KEYS[i]] = values[i]
+end
 for i = 1, #KEYS do
   local at = 7 * i - 5
   local prefix = ARGV[at]
-  local held = redis.call('GET', KEYS[i])
+  local held = holds[KEYS[i]]
   if not held then
     out[i] = 'free'
     -- A promote sent again (after a redirect or a lost answer), or a
@@ -50,15 +57,21 @@ for i = 1, #KEYS do
     local ttl = tonumber(ARGV[at + 3])
     committed_add(parts, ARGV[at + 2], ttl, ARGV[at + 4], ARGV[at + 5], clock())
     if dual then
-      redis.call('SET', KEYS[i], 'c:' .. ARGV[at + 6], 'PX', ttl)
+      holds[KEYS[i]] = 'c:' .. ARGV[at + 6]
+      redis.call('SET', KEYS[i], holds[KEYS[i]], 'PX', ttl)
     else
-      redis.call('DEL', KEYS[i])
+      holds[KEYS[i]] = false
+      gone[#gone + 1] = KEYS[i]
     end
     out[i] = 'ok'
   else
-    redis.call('DEL', KEYS[i])
+    holds[KEYS[i]] = false
+    gone[#gone + 1] = KEYS[i]
     out[i] = 'ok'
   end
+end
+if #gone > 0 then
+  redis.call('DEL', unpack(gone))
 end
 committed_flush(parts)
 -- BEGIN unproven commits (issue 35; store-service/src/commits.rs). After

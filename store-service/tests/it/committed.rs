@@ -5,7 +5,7 @@
 //! found; `--committed-layout dual` writes both layouts; and `ttl_ms` holds
 //! at both edges of its bound.
 
-use crate::common::{charge, claim, hit, promote, Db, Http, Service};
+use crate::common::{charge, claim, hit, promote, release, Db, Http, Service};
 use ankusa_store::committed::{self, Layout};
 use ankusa_store::Config;
 use ankusa_testkit::redis::{Redis, RedisCluster};
@@ -238,6 +238,40 @@ async fn dual_writes_both_layouts_and_compact_only_the_compact_one() {
         Some("hook-3")
     );
     compact.stop().await;
+}
+
+/// The settle script reads a batch's claim keys at once and deletes in one
+/// go at its end: a key settled twice in one batch answers the second op
+/// from what the first left (under `dual`, a release after the promote
+/// finds it committed and leaves the old layout's entry), and a release
+/// beside them still frees its own claim.
+#[tokio::test]
+async fn a_claim_settled_twice_in_one_batch_keeps_what_the_first_settle_did() {
+    let db = Db::Single(Redis::start());
+    let dual = start(&db, Layout::Dual).await;
+    let c = Client {
+        http: Http::new(),
+        service: &dual,
+    };
+    let kept = claim("t", "evt-twice", "h1", 600_000, 30_000);
+    let freed = claim("t", "evt-freed", "h2", 600_000, 30_000);
+    for event in [&kept, &freed] {
+        assert_eq!(c.hit(event).await["result"], "ok");
+    }
+    let ops = json!({"ops": [promote(&kept, UUID), release(&kept), release(&freed), promote(&kept, UUID)]});
+    let (status, answer) = c.http.post(&dual.at("/v1/settle"), &ops).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(db.get(&old_key("t", "evt-twice")), format!("c:{UUID}"));
+    assert!(!db.exists(&old_key("t", "evt-freed")));
+    assert_eq!(
+        duplicate_of(&c.hit(&claim("t", "evt-twice", "h3", 600_000, 30_000)).await),
+        Some(UUID)
+    );
+    assert_eq!(
+        c.hit(&claim("t", "evt-freed", "h4", 600_000, 30_000)).await["result"],
+        "ok"
+    );
+    dual.stop().await;
 }
 
 /// Redis's clock in ms.

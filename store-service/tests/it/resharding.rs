@@ -1,8 +1,8 @@
 //! Cluster slots that move under the store: a hit a node did not run
 //! (`MOVED`, `ASK`, `TRYAGAIN`) is sent again, alone, to where the Cluster
 //! says, and answered; no hit runs twice. `MONITOR` on every master counts
-//! each run of the hit script by its read of the hit's bucket (or claim):
-//! one `GET` of each per run.
+//! each run of the hit script by its one read of the hit's strings (the `MGET`
+//! naming its bucket and claim keys): one per run.
 
 use crate::common::{charge, claim, hit, Http, Service};
 use ankusa_testkit::redis::{cli, RedisCluster};
@@ -171,14 +171,14 @@ async fn a_moved_slot_is_followed_and_no_hit_runs_twice() {
     // Each hit ran exactly once, the moved ones on their new master.
     for tenant in [stays, moves, moves_alone] {
         assert_eq!(
-            monitor.count("GET", &bucket(&tenant.0)),
+            monitor.count("MGET", &bucket(&tenant.0)),
             1,
             "{}'s hit ran {} times",
             tenant.0,
-            monitor.count("GET", &bucket(&tenant.0))
+            monitor.count("MGET", &bucket(&tenant.0))
         );
     }
-    assert_eq!(monitor.count_on(to, "GET", &bucket(&moves.0)), 1);
+    assert_eq!(monitor.count_on(to, "MGET", &bucket(&moves.0)), 1);
     let moved = r#"ankusa_store_cluster_redirects_total{reply="moved"}"#;
     assert!(service.metric(moved).await >= 1.0);
     // The claim the moved hit wrote is where its slot now lives.
@@ -223,8 +223,8 @@ async fn a_slot_migrating_under_hits_answers_them_once_its_keys_have_moved() {
         .post(&service.at("/v1/hits"), &json!({"hits": [plain]}))
         .await;
     assert_eq!((status, result(&asked, 0)), (200, &json!("ok")), "{asked}");
-    assert_eq!(monitor.count_on(dst, "GET", &bucket(&tenant.0)), 1);
-    assert_eq!(monitor.count("GET", &bucket(&tenant.0)), 1);
+    assert_eq!(monitor.count_on(dst, "MGET", &bucket(&tenant.0)), 1);
+    assert_eq!(monitor.count("MGET", &bucket(&tenant.0)), 1);
 
     // A hit with a claim names a key neither node holds: Redis answers
     // TRYAGAIN while the slot moves. Past its budget it is answered
@@ -245,7 +245,7 @@ async fn a_slot_migrating_under_hits_answers_them_once_its_keys_have_moved() {
     let code = refused["error"].as_str().unwrap_or_default();
     assert!(matches!(code, "redis_unavailable" | "timeout"), "{refused}");
     let key = format!("ankusa:{{{}}}:claim:gh:ev-migrating", tenant.0);
-    assert_eq!(monitor.count("GET", &key), 0);
+    assert_eq!(monitor.count("MGET", &key), 0);
     // The slot is handed over while the next call waits on TRYAGAIN.
     let handover = std::thread::spawn({
         let masters = masters(&cluster);
@@ -264,7 +264,7 @@ async fn a_slot_migrating_under_hits_answers_them_once_its_keys_have_moved() {
         "{answer}"
     );
     assert_eq!(
-        monitor.count("GET", &key),
+        monitor.count("MGET", &key),
         1,
         "the claimed hit ran more than once"
     );
