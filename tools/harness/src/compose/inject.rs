@@ -5,8 +5,11 @@
 use super::cluster;
 use super::command::{docker, redis_cli};
 use super::host_fault::HostFault;
+use super::readings::pid_of;
 use super::rollout;
 use super::stack::Stack;
+use crate::faults::stalls::unix_ms;
+use crate::faults::target::Frozen;
 use std::time::{Duration, Instant};
 
 /// How long the failover row waits for the cluster to promote a replica
@@ -55,7 +58,17 @@ pub fn inject(fault: HostFault, stack: &mut Stack, broken: &mut Broken) -> Resul
         }
         HostFault::EdgePaused => {
             broken.container = stack.container("edge-1")?;
+            let pid = pid_of(&broken.container)
+                .ok_or_else(|| format!("no pid for edge-1 ({})", broken.container))?;
+            // From before the pause is asked for: a hook the edge took
+            // while Docker froze it was held across the freeze too.
+            let from_unix_ms = unix_ms();
             docker(&["pause", &broken.container])?;
+            stack.account.frozen.push(Frozen {
+                pid,
+                from_unix_ms,
+                to_unix_ms: u64::MAX,
+            });
         }
         HostFault::RollingRestart => rollout::roll(stack, &broken.next_tag)?,
         HostFault::StoreReplicaKilled => {
@@ -134,6 +147,10 @@ pub fn heal(fault: HostFault, stack: &mut Stack, broken: &Broken) -> Result<(), 
         }
         HostFault::EdgePaused => {
             docker(&["unpause", id])?;
+            let thawed = unix_ms();
+            for frozen in &mut stack.account.frozen {
+                frozen.to_unix_ms = frozen.to_unix_ms.min(thawed);
+            }
         }
         HostFault::RollingRestart => {}
         HostFault::ClusterFailover => {

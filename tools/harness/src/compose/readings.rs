@@ -10,7 +10,7 @@ use crate::faults::target::{hit_errors, Account, Budget, Target};
 use ankusa_testkit::access_log::{parse_line, Held};
 
 /// The host pid of a running container's first process.
-fn pid_of(id: &str) -> Option<u32> {
+pub(super) fn pid_of(id: &str) -> Option<u32> {
     docker(&["inspect", "-f", "{{.State.Pid}}", id])
         .ok()?
         .trim()

@@ -57,6 +57,7 @@ pub(crate) fn figures(
         .filter(|a| a.started >= plan.fault_at && a.started < run.heal_at)
         .collect();
     let (p99_before, p99_during) = (p99_ms(&before), p99_ms(&during));
+    let account = fleet.account();
     let held = fleet.held();
     let (edge_before, _) = p99_at_edge_ms(
         &held_within(
@@ -67,10 +68,12 @@ pub(crate) fn figures(
             Some(plan.fault_at),
         ),
         &run.stalls,
+        &account.frozen,
     );
     let (edge_during, edge_during_running) = p99_at_edge_ms(
         &held_within(&held, run.start_unix_ms, plan.fault_at, run.heal_at, None),
         &run.stalls,
+        &account.frozen,
     );
     let (fault_from, fault_to) = (
         run.start_unix_ms + plan.fault_at.as_millis() as u64,
@@ -85,7 +88,7 @@ pub(crate) fn figures(
         .unwrap_or(0);
     let caught = intake_duplicates_caught(&intake);
     let store_errors_after_heal = fleet.store_hit_errors().saturating_sub(run.errors_at_heal);
-    let (budget, account) = (fleet.budget(), fleet.account());
+    let budget = fleet.budget();
     // Fleet answers resume when fall-backs stop: the last sample after the
     // heal in which the edges' fall-back count still grew.
     let last_growth = run

@@ -266,6 +266,7 @@ impl Target for FaultFleet {
             redis_keys_after_restart: self.redis_keys_after_restart,
             promoted_after: self.promoted_after,
             store_proxy_refused: self.store_proxy.refused(),
+            frozen: Vec::new(),
         }
     }
 }

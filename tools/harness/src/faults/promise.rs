@@ -85,7 +85,7 @@ impl Row {
         if self.p99_edge_during_running_ms > budget as f64 {
             return Some(format!(
                 "{}: p99 time at the edge during the fault was {} ms ({} ms less the time the \
-                 Envoy worker waited for a CPU), over fleet.timeout_ms {} plus {BUDGET_MARGIN_MS} ms",
+                 Envoy worker waited for a CPU or was frozen), over fleet.timeout_ms {} plus {BUDGET_MARGIN_MS} ms",
                 self.fault,
                 self.p99_edge_during_ms,
                 self.p99_edge_during_running_ms,

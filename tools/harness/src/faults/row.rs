@@ -68,8 +68,9 @@ pub struct Row {
     pub p99_edge_during_ms: f64,
     #[serde(default)]
     pub added_edge_p99_ms: f64,
-    /// `p99_edge_during_ms` with the time each request's Envoy worker waited
-    /// for a CPU taken out (see `faults::stalls`): what the budget check holds.
+    /// `p99_edge_during_ms` with the time each request's Envoy worker could
+    /// not run taken out: its waits for a CPU (see `faults::stalls`) and the
+    /// time the fault froze its edge. What the budget check holds.
     #[serde(default)]
     pub p99_edge_during_running_ms: f64,
     /// The most one edge's worker waited for a CPU during the fault (ms).

@@ -119,7 +119,7 @@ pub fn fault_table(rows: &[Row], order: &[&str]) -> String {
         )
     });
     let mut out = String::from(
-        "| fault | fault window (s) | events acked | deliveries | lost | duplicates caught by the intake / stored | answers to the provider | p99 ms at the edge before / during (added) | p99 ms at the edge during, less the worker's wait for a CPU | p99 ms end to end during | fleet.timeout_ms | breaker | degraded | fall-backs | after the heal (ms): last fall-back; breaker closed for good | admitted during the fault / the fleet quota for that window |\n\
+        "| fault | fault window (s) | events acked | deliveries | lost | duplicates caught by the intake / stored | answers to the provider | p99 ms at the edge before / during (added) | p99 ms at the edge during, less the worker's wait for a CPU or freeze | p99 ms end to end during | fleet.timeout_ms | breaker | degraded | fall-backs | after the heal (ms): last fall-back; breaker closed for good | admitted during the fault / the fleet quota for that window |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for row in sorted {

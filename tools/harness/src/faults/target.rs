@@ -27,6 +27,26 @@ pub struct Account {
     pub promoted_after: Option<Duration>,
     /// Connections a fault proxy in front of the store closed unserved.
     pub store_proxy_refused: u64,
+    /// Edges the fault froze (`docker pause`): a frozen worker can't run,
+    /// so a hook it held meanwhile says nothing of the filter.
+    pub frozen: Vec<Frozen>,
+}
+
+/// An edge frozen from `from_unix_ms` until `to_unix_ms` (`u64::MAX` while
+/// not yet thawed), by the pid its held hooks carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frozen {
+    pub pid: u32,
+    pub from_unix_ms: u64,
+    pub to_unix_ms: u64,
+}
+
+impl Frozen {
+    /// How long within `[from, to)` (Unix ms) the edge was frozen.
+    pub fn overlap_ms(&self, from: u64, to: u64) -> u64 {
+        to.min(self.to_unix_ms)
+            .saturating_sub(from.max(self.from_unix_ms))
+    }
 }
 
 /// A row's target: a fleet of edges, a store and an intake that it breaks

@@ -229,7 +229,7 @@ pub fn run(plan: &Plan) -> Report {
         plan.traffic + GRACE,
         None,
     );
-    let (p99_edge, p99_edge_running) = p99_at_edge_ms(&held, &waits);
+    let (p99_edge, p99_edge_running) = p99_at_edge_ms(&held, &waits, &[]);
     let gauges = std::mem::take(&mut *lock(&live.gauges));
     let evidence = Evidence {
         events: outcome.events.len() as u64,
