@@ -317,12 +317,18 @@ pub fn send(
     }
     let id = DIRECT_EVENT | (NEXT_ID.fetch_add(1, Ordering::Relaxed) & (DIRECT_EVENT - 1));
     let deadline = Instant::now() + Duration::from_millis(timeout_ms);
-    {
+    let earliest = {
         let mut calls = locked(&client.calls);
-        calls.deadlines.insert(id, client.mono_us(deadline));
+        let at = client.mono_us(deadline);
+        let earliest = calls.deadlines.next().map_or(true, |next| at < next);
+        calls.deadlines.insert(id, at);
         calls.schedulers.insert(id, Arc::clone(scheduler));
+        earliest
+    };
+    if earliest {
+        // The timer sleeps until the earliest deadline: only an earlier one wakes it.
+        client.deadline_added.notify_one();
     }
-    client.deadline_added.notify_one();
     locked(&client.queue).push_back(Job {
         id,
         addr: addr.clone(),
