@@ -53,6 +53,8 @@ struct Job {
     addr: StoreAddr,
     request: Vec<u8>,
     deadline: Instant,
+    /// The call's whole budget: how long a connection's reads and writes may block.
+    budget: Duration,
 }
 
 /// The calls in flight: their deadlines, the schedulers their answers go
@@ -62,6 +64,8 @@ struct Calls {
     deadlines: Deadlines,
     schedulers: HashMap<u64, Arc<SharedScheduler>>,
     answers: HashMap<u64, Answer>,
+    /// When the timer wakes next on its own (None: it waits to be woken).
+    timer_until: Option<u64>,
 }
 
 #[derive(Default)]
@@ -152,15 +156,20 @@ impl Client {
             let now = self.mono_us(Instant::now());
             let due = calls.deadlines.take_due(now);
             if due.is_empty() {
-                let wait = calls
-                    .deadlines
-                    .next()
-                    .map_or(Duration::from_secs(1), |d| Duration::from_micros(d - now));
-                calls = self
-                    .deadline_added
-                    .wait_timeout(calls, wait)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
+                let next = calls.deadlines.next();
+                calls.timer_until = next;
+                calls = match next {
+                    Some(d) => {
+                        self.deadline_added
+                            .wait_timeout(calls, Duration::from_micros(d - now))
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0
+                    }
+                    None => self
+                        .deadline_added
+                        .wait(calls)
+                        .unwrap_or_else(|p| p.into_inner()),
+                };
                 continue;
             }
             let mut commits = Vec::with_capacity(due.len());
@@ -256,6 +265,14 @@ impl Connection {
             .and_then(|a| TcpStream::connect_timeout(&a, left).ok());
         match stream {
             Some(stream) => {
+                // Set once a connection: the timer answers each call at its
+                // own deadline; these only bound how long the thread waits.
+                let bounded = stream.set_write_timeout(Some(job.budget)).is_ok()
+                    && stream.set_read_timeout(Some(job.budget)).is_ok();
+                if !bounded {
+                    self.failed_at = Some(Instant::now());
+                    return false;
+                }
                 let _ = stream.set_nodelay(true);
                 self.failed_at = None;
                 self.stream = Some((job.addr.clone(), BufReader::new(stream)));
@@ -273,17 +290,10 @@ impl Connection {
         let Some((_, reader)) = self.stream.as_mut() else {
             return Err(false);
         };
-        let left = job.deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if Instant::now() >= job.deadline {
             return Err(false);
         }
-        let socket = reader.get_mut();
-        if socket.set_write_timeout(Some(left)).is_err()
-            || socket.set_read_timeout(Some(left)).is_err()
-        {
-            return Err(false);
-        }
-        if let Err(e) = socket.write_all(&job.request) {
+        if let Err(e) = reader.get_mut().write_all(&job.request) {
             return Err(e.kind() == std::io::ErrorKind::BrokenPipe
                 || e.kind() == std::io::ErrorKind::ConnectionReset);
         }
@@ -316,17 +326,22 @@ pub fn send(
         return None;
     }
     let id = DIRECT_EVENT | (NEXT_ID.fetch_add(1, Ordering::Relaxed) & (DIRECT_EVENT - 1));
-    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    let budget = Duration::from_millis(timeout_ms.max(1));
+    let deadline = Instant::now() + budget;
     let earliest = {
         let mut calls = locked(&client.calls);
         let at = client.mono_us(deadline);
-        let earliest = calls.deadlines.next().map_or(true, |next| at < next);
+        // The timer is woken only when it would wake too late on its own
+        // (it sleeps to the earliest deadline it knew of, or until woken).
+        let earliest = calls.timer_until.is_none_or(|until| at < until);
+        if earliest {
+            calls.timer_until = Some(at);
+        }
         calls.deadlines.insert(id, at);
         calls.schedulers.insert(id, Arc::clone(scheduler));
         earliest
     };
     if earliest {
-        // The timer sleeps until the earliest deadline: only an earlier one wakes it.
         client.deadline_added.notify_one();
     }
     locked(&client.queue).push_back(Job {
@@ -334,6 +349,7 @@ pub fn send(
         addr: addr.clone(),
         request,
         deadline,
+        budget,
     });
     client.queued.notify_one();
     Some(id)

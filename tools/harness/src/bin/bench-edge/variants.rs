@@ -158,12 +158,7 @@ pub fn variants() -> Vec<Variant> {
     let native_fleet = native('F', "native module, fleet scopes", Module::Filter, &fleet);
     let native_direct = Variant {
         direct: true,
-        ..native(
-            'H',
-            "native module, fleet, own connection",
-            Module::Filter,
-            &fleet,
-        )
+        ..native('H', "native fleet, own connection", Module::Filter, &fleet)
     };
     let (node_base, fleet_base) = (
         baseline('B', "baseline build, node scopes", &node),
