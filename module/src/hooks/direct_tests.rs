@@ -134,6 +134,15 @@ fn handed_over() -> u64 {
     }
 }
 
+/// A test's start: the store tests' lock held, the fake Envoy and the
+/// commits seen so far cleared.
+fn begin() -> std::sync::MutexGuard<'static, ()> {
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    reset(&[]);
+    clear_commits();
+    serial
+}
+
 fn clear_commits() {
     COMMITS_ANY_THREAD
         .lock()
@@ -148,9 +157,7 @@ fn run(n: usize, filter: *const c_void, event: u64) {
 
 #[test]
 fn a_direct_call_carries_the_budget_and_its_answer_comes_back_through_the_streams_scheduler() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    reset(&[]);
-    clear_commits();
+    let _serial = begin();
     let (addr, requests, _) = store(Answers::Ok(OK), false);
     let config = direct_config(&addr, "direct");
     let (filter, status) = arrive(config, 1, "d-1");
@@ -190,9 +197,7 @@ fn a_direct_call_carries_the_budget_and_its_answer_comes_back_through_the_stream
 
 #[test]
 fn a_black_holed_store_is_answered_at_the_budget_and_the_hook_falls_back() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    reset(&[]);
-    clear_commits();
+    let _serial = begin();
     let (addr, requests, _) = store(Answers::BlackHole, false);
     let config = direct_config(&addr, "direct-hole");
     let before = fallbacks();
@@ -210,9 +215,7 @@ fn a_black_holed_store_is_answered_at_the_budget_and_the_hook_falls_back() {
 
 #[test]
 fn a_refused_connection_and_a_garbage_answer_fall_back_to_the_node() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    reset(&[]);
-    clear_commits();
+    let _serial = begin();
     for (n, addr) in [
         (1, closed_port()),
         (2, store(Answers::Raw("SSH-2.0-OpenSSH\r\n\r\n"), false).0),
@@ -248,9 +251,7 @@ fn a_refused_connection_and_a_garbage_answer_fall_back_to_the_node() {
 
 #[test]
 fn a_stream_gone_before_its_answer_is_not_touched_and_its_scheduler_goes() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    reset(&[]);
-    clear_commits();
+    let _serial = begin();
     let (addr, requests, release) = store(Answers::Ok(OK), true);
     let config = direct_config(&addr, "direct-gone");
     let (filter, _) = arrive(config, 1, "d-gone");
