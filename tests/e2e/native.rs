@@ -141,15 +141,19 @@ fn store_requests(store: &Store) -> f64 {
         .sum()
 }
 
-/// `config` as the connection names it: Envoy's callouts (as written), or
-/// the module's own connection to the edge's store port.
+/// `config` as the connection names it: Envoy's callouts (named, so
+/// `ANKUSA_CONNECTION=direct` leaves it so), or the module's own
+/// connection to the edge's store port.
 fn connected(
-    config: serde_json::Value,
+    mut config: serde_json::Value,
     connection: Connection,
     store_port: u16,
 ) -> serde_json::Value {
     match connection {
-        Connection::Callout => config,
+        Connection::Callout => {
+            config["fleet"]["connection"] = serde_json::json!("callout");
+            config
+        }
         Connection::Direct => with_direct_connection(&config, store_port),
     }
 }
