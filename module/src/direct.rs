@@ -126,9 +126,10 @@ impl Client {
         locked(&self.calls).deadlines.contains(id)
     }
 
-    /// Starts the timer, and a connection thread when none is idle; false
-    /// when no thread could be started and none runs.
-    fn ensure_threads(&'static self) -> bool {
+    /// Starts the timer, and a connection thread when fewer are idle than
+    /// calls `waiting` (this one included); false when no thread could be
+    /// started and none runs.
+    fn ensure_threads(&'static self, waiting: usize) -> bool {
         let mut threads = locked(&self.threads);
         if !threads.timer {
             let spawned = std::thread::Builder::new()
@@ -136,7 +137,7 @@ impl Client {
                 .spawn(move || self.run_timer());
             threads.timer = spawned.is_ok();
         }
-        if threads.idle == 0 && threads.started < MAX_CONNECTIONS {
+        if threads.idle < waiting && threads.started < MAX_CONNECTIONS {
             let spawned = std::thread::Builder::new()
                 .name("ankusa-store-conn".into())
                 .spawn(move || self.run_connection());
@@ -322,7 +323,8 @@ pub fn send(
     scheduler: &Arc<SharedScheduler>,
 ) -> Option<u64> {
     let client: &'static Client = &CLIENT;
-    if !client.ensure_threads() {
+    let waiting = locked(&client.queue).len() + 1;
+    if !client.ensure_threads(waiting) {
         return None;
     }
     let id = DIRECT_EVENT | (NEXT_ID.fetch_add(1, Ordering::Relaxed) & (DIRECT_EVENT - 1));
