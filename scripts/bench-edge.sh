@@ -52,6 +52,11 @@
 #       # the module's crate), (F) fleet scopes through the native module;
 #       # printed with the native goals: (F)/(p) ≤ 1.0 at 1 client and ≤ 0.8
 #       # at 4 and 32, total CPU (F)/(p) ≤ 0.8 at 32, (N)/(M) ≤ 1.10
+#   MODE=concurrent PER_ENVOY=1,4,32 ONLY=GFcH ROUNDS=2 scripts/bench-edge.sh
+#       # and (H): (F)'s configuration with its store calls on the module's
+#       # own keep-alive connection (fleet.connection "direct"), answered
+#       # through each hook's stream scheduler, beside (F), (G) and (c) (and
+#       # the peer when LIMITADOR is set). Only run when ONLY names it
 #   MODE=concurrent PER_ENVOY=1,4,32 ONLY=nkb ROUNDS=5 scripts/bench-edge.sh
 #       # and (k), the host-call floor: the no-op filter making every host
 #       # call a node hook makes (headers read, clock, the bucket's get and
@@ -85,7 +90,7 @@ cargo build --release -p ankusa-store --bins >&2
 cargo build --release -p ankusa-tools --bin intake --bin bench-edge >&2
 cargo build --release --target wasm32-wasip1 \
   -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout >&2
-case "$ONLY" in *[NDFMG]*) cargo build --profile release-native -p ankusa-module >&2 ;; esac
+case "$ONLY" in *[NDFMGH]*) cargo build --profile release-native -p ankusa-module >&2 ;; esac
 case "$ONLY" in *[MG]*)
   # The native floors: a separate build of the module's crate, copied beside
   # the module under a name of its own (Envoy loads modules by name).

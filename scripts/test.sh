@@ -61,6 +61,10 @@ ANKUSA_SHELL=native cargo test -p ankusa-tests --test e2e --no-fail-fast -- \
   edge_shadow:: edge_override_shadow:: edge_overrides:: access_log::every_decision \
   edge_shapes:: faults::
 
+step "end-to-end fleet tests through the native module on its own store connection (fleet.connection \"direct\")"
+ANKUSA_SHELL=native ANKUSA_CONNECTION=direct cargo test -p ankusa-tests --test e2e --no-fail-fast -- \
+  native:: edge_fleet:: edge_claims:: edge_fallback:: edge_shapes::
+
 step "compose: the stack built offline and run for real, the mock provider, the quick fault rows across hosts"
 # Debug binaries in the images: the workspace build above already made them
 # (scripts/compose-up.sh, for users, builds release ones).

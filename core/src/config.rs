@@ -6,11 +6,13 @@
 //! config is refused at load with a sentence the operator can act on. Unknown
 //! keys are refused too: a misspelt key must not fall back to a default.
 
+pub mod connection;
 mod fleet;
 mod read;
 pub mod since;
 mod validate;
 
+pub use connection::{StoreAddr, StoreConnection};
 pub use fleet::{BreakerPolicy, FleetConfig};
 
 use crate::hook::event_key::DedupeRule;

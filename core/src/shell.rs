@@ -12,12 +12,14 @@
 //! - [`batch_call`]: the root's batched hit calls for those hooks, and each hook's share of the answer.
 //! - [`metrics`]: the edge's stats by name, and what each metric delta writes, over the host's [`metrics::Stats`].
 //! - [`background`], [`drain`], [`poll`]: a root's own store calls (settle batches, override-list polls), sent from its tick.
+//! - [`deadlines`]: the hard budgets of calls on a connection a shell owns, answered at their deadline.
 //! - [`native`]: the node's settle queue the native module keeps process-wide.
 //! - [`tick`]: the root's tick period, set on the host when it changes.
 
 pub mod background;
 pub mod batch;
 pub mod batch_call;
+pub mod deadlines;
 pub mod drain;
 pub mod hook;
 pub mod host;

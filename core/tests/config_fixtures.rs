@@ -26,7 +26,7 @@ const REFUSED: &[(&str, &str)] = &[
         "unknown_fleet_key",
         "fleet.breaker_failure_ratio: unknown field; expected one of cluster, authority, timeout_ms, \
          pending_ttl_ms, breaker_failure_rate, breaker_min_calls, breaker_window_ms, breaker_open_ms, \
-         settle_interval_ms, settle_queue_max, settle_batch_max, settle_retries, nodes, degraded_share",
+         settle_interval_ms, settle_queue_max, settle_batch_max, settle_retries, nodes, degraded_share, connection, store",
     ),
     ("unknown_dedupe_rule_key", "sources.gh.dedupe.jsonpath: unknown field; expected one of header, json"),
     ("missing_sources", "sources: is required: name at least one source"),
@@ -265,6 +265,23 @@ const REFUSED: &[(&str, &str)] = &[
         "fleet.authority: must not be empty when dedupe.scope is \"fleet\"",
     ),
     ("max_body_bytes_zero", "max_body_bytes: must be at least 1, got 0"),
+    (
+        "fleet_connection_unknown",
+        "fleet.connection: must be \"callout\" or \"direct\", got \"socket\"",
+    ),
+    (
+        "fleet_store_malformed",
+        "fleet.store: \"ankusa-store\" is not \"host:port\": no port",
+    ),
+    (
+        "fleet_direct_without_store",
+        "fleet.store: is missing: fleet.connection \"direct\" needs the store's \"host:port\"",
+    ),
+    (
+        "fleet_store_without_direct",
+        "fleet.store: \"ankusa-store:8081\" is only used when fleet.connection is \"direct\" \
+         (it is \"callout\": calls go through fleet.cluster)",
+    ),
 ];
 
 /// Fixtures that must load; their contents are checked in the tests below.

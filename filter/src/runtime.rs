@@ -83,6 +83,9 @@ impl Runtime {
             .flatten()
             .unwrap_or_default();
         let worker = Worker::configure(&bytes, |name| std::env::var(name).ok(), &SHARED)?;
+        if let Some(refused) = worker.config.fleet.connection.refused_without_sockets() {
+            return Err(refused.to_string());
+        }
         read_token(&worker.config)?;
         let metrics = Metrics::define(crate::metrics::ProxyStats);
         let queue_id = hostcalls::register_shared_queue(edge_keys::SETTLE_QUEUE).ok();

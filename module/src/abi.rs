@@ -530,6 +530,36 @@ impl Scheduler {
     }
 }
 
+/// A stream's scheduler shared with the module's own threads (the direct
+/// store connection, [`crate::direct`]): committed from any thread, deleted
+/// once, when its last holder lets it go. An event committed after the
+/// stream is gone is dropped by Envoy (the scheduler holds the filter weakly).
+#[derive(Debug)]
+pub struct SharedScheduler(Scheduler);
+
+// SAFETY: Envoy's scheduler posts a commit to the worker's dispatcher, which
+// any thread may do; the module deletes it once (`Drop`), after every commit
+// made through it (each holder commits through its own `Arc`).
+unsafe impl Send for SharedScheduler {}
+// SAFETY: as above: `commit` takes `&self` and is thread-safe on Envoy's side.
+unsafe impl Sync for SharedScheduler {}
+
+impl SharedScheduler {
+    pub fn new(scheduler: Scheduler) -> SharedScheduler {
+        SharedScheduler(scheduler)
+    }
+
+    pub fn commit(&self, event: u64) {
+        self.0.commit(event);
+    }
+}
+
+impl Drop for SharedScheduler {
+    fn drop(&mut self) {
+        std::mem::replace(&mut self.0, Scheduler(std::ptr::null_mut())).delete();
+    }
+}
+
 /// A configuration's scheduler: its events run on Envoy's main thread
 /// (`on_http_filter_config_scheduled`), committed from any thread.
 #[derive(Debug)]

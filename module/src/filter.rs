@@ -12,7 +12,7 @@
 use crate::abi::{self, Answer, Envoy, EnvoyConfig, StatId};
 use crate::host::{send_reply, NativeHost, NativeStats, Runtime};
 use crate::node::Node;
-use crate::{root, store};
+use crate::{direct, root, store};
 use ankusa_core::hook::machine::Flow;
 use ankusa_core::hook::reply::{self, LocalReply};
 use ankusa_core::shell::hook::Stream;
@@ -220,7 +220,8 @@ impl Filter {
         }
     }
 
-    /// An event of this stream's scheduler: the worker's batching woken.
+    /// An event of this stream's scheduler: the worker's batching woken, or
+    /// the answer of a call on the module's own connection ([`crate::direct`]).
     pub fn scheduled(&mut self, envoy: Envoy, event: u64) {
         let Some(stream) = self.enter(envoy, false) else {
             return;
@@ -228,7 +229,12 @@ impl Filter {
         let Some(host) = stream.host().map(Rc::clone) else {
             return;
         };
-        if host.take_wake() {
+        if direct::is_answer(event) {
+            // A direct call's answer: taken as its callout's would be.
+            if let Some(answer) = host.direct_answer(event) {
+                self.callout_done(envoy, event, answer);
+            }
+        } else if host.take_wake() {
             root::wake(host.runtime(), u32::try_from(event).unwrap_or(0));
         }
     }

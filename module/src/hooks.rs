@@ -431,6 +431,8 @@ ignored_hooks! {
 }
 
 #[cfg(test)]
+mod direct_tests;
+#[cfg(test)]
 mod store_tests;
 #[cfg(test)]
 mod tests;

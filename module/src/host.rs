@@ -7,8 +7,10 @@
 //! the batched calls of a worker's waiting hooks are [`crate::root`]'s.
 #![deny(unsafe_code)]
 
-use crate::abi::{self, Envoy, EnvoyConfig, Scheduler, StatId, REQUEST_HEADER, RESPONSE_HEADER};
-use crate::store;
+use crate::abi::{
+    self, Envoy, EnvoyConfig, SharedScheduler, StatId, REQUEST_HEADER, RESPONSE_HEADER,
+};
+use crate::{direct, store};
 use ankusa_core::config::Config;
 use ankusa_core::fleet::edges;
 use ankusa_core::hook::headers::RequestHeaders;
@@ -26,7 +28,7 @@ use ankusa_core::shell::metrics::{MetricIds, Metrics, StatKind, Stats};
 use ankusa_core::shell::native::SettleQueue;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The node's shared state (buckets, breaker, reload marks), process-wide.
@@ -143,18 +145,36 @@ impl Runtime {
         });
     }
 
-    /// Sends a store call from the stream on `envoy`: its callout id.
-    pub fn call(&self, envoy: Envoy, path: &str, body: &[u8], timeout_ms: u64) -> Option<u64> {
+    /// Sends a store call for the stream on `envoy`: as its HTTP callout,
+    /// or on the module's own connection (`fleet.connection: "direct"`),
+    /// answered through `scheduler`. The call's id, or None when refused.
+    fn call(
+        &self,
+        envoy: Envoy,
+        scheduler: impl FnOnce() -> Arc<SharedScheduler>,
+        path: &str,
+        body: &[u8],
+        timeout_ms: u64,
+    ) -> Option<u64> {
         let mut budget = String::new();
+        let fleet = &self.config().fleet;
         let call = store::call(
-            &self.config().fleet,
+            fleet,
             self.authorization.as_deref(),
             path,
             Some(body),
             timeout_ms,
             &mut budget,
         );
-        envoy.callout(&call)
+        match fleet.connection.direct() {
+            None => envoy.callout(&call),
+            Some(addr) => direct::send(
+                addr,
+                direct::http1::request(&call),
+                timeout_ms,
+                &scheduler(),
+            ),
+        }
     }
 }
 
@@ -228,8 +248,11 @@ pub struct NativeHost {
     in_body: Cell<bool>,
     /// The callout id of the hit call this stream sent on its own.
     own_call: Cell<Option<u64>>,
-    /// This stream's scheduler, made on its first wake of the worker's batching.
-    scheduler: RefCell<Option<Scheduler>>,
+    /// This stream's scheduler, made on its first wake of the worker's
+    /// batching or its first direct call; shared with the direct calls in flight.
+    scheduler: RefCell<Option<Arc<SharedScheduler>>>,
+    /// Direct calls sent for this stream and not answered to it yet.
+    direct_calls: RefCell<Vec<u64>>,
     /// A wake committed on this stream's scheduler has not run yet.
     wake_owed: Cell<bool>,
 }
@@ -242,6 +265,7 @@ impl NativeHost {
             in_body: Cell::new(false),
             own_call: Cell::new(None),
             scheduler: RefCell::new(None),
+            direct_calls: RefCell::new(Vec::new()),
             wake_owed: Cell::new(false),
         }
     }
@@ -264,11 +288,42 @@ impl NativeHost {
         self.wake_owed.replace(false)
     }
 
-    /// The stream is destroyed: its scheduler goes.
+    /// The stream is destroyed: the answers of its direct calls will be
+    /// dropped, and its scheduler goes (once no call holds it either).
     pub fn release(&self) {
-        if let Some(scheduler) = self.scheduler.borrow_mut().take() {
-            scheduler.delete();
+        for id in self.direct_calls.borrow_mut().drain(..) {
+            direct::forget(id);
         }
+        self.scheduler.borrow_mut().take();
+    }
+
+    /// This stream's scheduler, made on first use.
+    fn scheduler(&self, envoy: Envoy) -> Arc<SharedScheduler> {
+        let mut scheduler = self.scheduler.borrow_mut();
+        Arc::clone(
+            scheduler.get_or_insert_with(|| Arc::new(SharedScheduler::new(envoy.scheduler()))),
+        )
+    }
+
+    /// Sends a store call for this stream (see [`Runtime::call`]): its id.
+    pub fn call(&self, path: &str, body: &[u8], timeout_ms: u64) -> Option<u64> {
+        let envoy = self.envoy.get()?;
+        let id = self
+            .rt
+            .call(envoy, || self.scheduler(envoy), path, body, timeout_ms)?;
+        if direct::is_answer(id) {
+            self.direct_calls.borrow_mut().push(id);
+        }
+        Some(id)
+    }
+
+    /// The answer of direct call `id`, handed over to this stream (None:
+    /// not one of its calls, or taken already).
+    pub fn direct_answer(&self, id: u64) -> Option<abi::Answer> {
+        let mut calls = self.direct_calls.borrow_mut();
+        let at = calls.iter().position(|c| *c == id)?;
+        calls.swap_remove(at);
+        direct::take(id)
     }
 
     /// The hook now running is on `envoy`'s filter.
@@ -368,7 +423,7 @@ impl Host for NativeHost {
     /// An HTTP callout from this stream, answered to it
     /// (`on_http_filter_http_callout_done`).
     fn dispatch(&self, path: &str, body: &[u8], timeout_ms: u64) -> bool {
-        let id = self.with_envoy(None, |e| self.rt.call(e, path, body, timeout_ms));
+        let id = self.call(path, body, timeout_ms);
         self.own_call.set(id);
         id.is_some()
     }
@@ -381,9 +436,7 @@ impl Host for NativeHost {
         let Some(envoy) = self.envoy.get() else {
             return false;
         };
-        let mut scheduler = self.scheduler.borrow_mut();
-        let scheduler = scheduler.get_or_insert_with(|| envoy.scheduler());
-        scheduler.commit(u64::from(queue));
+        self.scheduler(envoy).commit(u64::from(queue));
         self.wake_owed.set(true);
         true
     }

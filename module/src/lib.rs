@@ -11,13 +11,16 @@
 //! - [`host`]: the core's host over the ABI, local replies, and a worker's runtime.
 //! - [`store`]: a store call's request (the token from Envoy's environment) and answer.
 //! - [`root`]: a worker's batched hit calls, sent from a waiting hook's stream.
+//! - [`direct`]: store calls on connections the module owns
+//!   (`fleet.connection: "direct"`), answered through the stream's scheduler.
 //! - `floor` (feature `floor`, the benchmark's build): hooks that decide
 //!   nothing, the native no-op and one-callout floors, in place of [`hooks`].
 //! - [`node`]: the node's background calls (settle batches, override polls)
 //!   on Envoy's main thread, ticked by a thread of the module's own.
 //!
 //! Node and fleet scopes alike: hit calls are HTTP callouts from the hook's
-//! stream, with the wasm filter's budget, batching and breaker (the core's).
+//! stream (or, with `fleet.connection: "direct"`, calls on the module's own
+//! connection), with the wasm filter's budget, batching and breaker (the core's).
 //! Built with `cargo build -p ankusa-module --profile release-native`
 //! (`panic = "unwind"`): `target/release-native/libankusa_module.so`.
 #![deny(unsafe_code)]
@@ -28,6 +31,7 @@
 
 #[allow(unsafe_code)]
 pub mod abi;
+pub mod direct;
 pub mod filter;
 #[cfg(feature = "floor")]
 #[allow(unsafe_code)]

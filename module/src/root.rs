@@ -102,13 +102,15 @@ impl Root for NativeRoot {
 
     /// From the first member whose stream lives.
     fn send(&self, path: &str, body: &[u8], timeout_ms: u64, members: &[u32]) -> Option<u32> {
-        let (id, envoy) = STREAMS.with(|s| {
+        let (id, host) = STREAMS.with(|s| {
             let s = s.borrow();
-            members
-                .iter()
-                .find_map(|id| s.get(id).and_then(|h| h.envoy()).map(|e| (*id, e)))
+            members.iter().find_map(|id| {
+                s.get(id)
+                    .filter(|h| h.envoy().is_some())
+                    .map(|h| (*id, Rc::clone(h)))
+            })
         })?;
-        let callout = self.0.call(envoy, path, body, timeout_ms)?;
+        let callout = host.call(path, body, timeout_ms)?;
         let token = TOKENS.with(|t| {
             let next = t.get().wrapping_add(1);
             t.set(next);

@@ -1,7 +1,7 @@
 //! The Envoy configs: both validate, and a bad plugin configuration is refused
 //! with a log line naming the field.
 
-use ankusa_testkit::envoy::{self, Edge, EdgeSpec};
+use ankusa_testkit::envoy::{self, Edge, EdgeSpec, Shell};
 use ankusa_testkit::paths;
 use ankusa_testkit::ports::free_port;
 use serde_json::json;
@@ -120,6 +120,46 @@ fn each_bad_config_is_refused_naming_the_field() {
                 }),
             "a refused config must not serve: {field}"
         );
+    }
+}
+
+/// `fleet.connection: "direct"` is the native module's alone: the
+/// proxy-wasm filter refuses it, naming the field (it can't own a socket),
+/// and the module refuses a malformed `fleet.store`, naming that one.
+#[test]
+fn a_direct_store_connection_is_refused_by_the_wasm_filter_and_a_bad_store_address_by_both() {
+    let mut direct = envoy::fleet_filter_config();
+    direct["fleet"]["connection"] = json!("direct");
+    direct["fleet"]["store"] = json!("127.0.0.1:8081");
+    let mut malformed = direct.clone();
+    malformed["fleet"]["store"] = json!("127.0.0.1");
+    for (shell, config, field) in [
+        (
+            Shell::Wasm,
+            direct,
+            "fleet.connection: \"direct\" (to 127.0.0.1:8081) needs a shell that owns its sockets",
+        ),
+        (
+            Shell::Wasm,
+            malformed.clone(),
+            "fleet.store: \"127.0.0.1\" is not \"host:port\"",
+        ),
+        (
+            Shell::Native,
+            malformed,
+            "fleet.store: \"127.0.0.1\" is not \"host:port\"",
+        ),
+    ] {
+        let mut spec = EdgeSpec::new("edge-direct", free_port(), free_port(), config);
+        spec.shell = shell;
+        let mut edge = Edge::spawn(spec);
+        edge.wait_exit(Duration::from_secs(30));
+        let log = edge.log();
+        let line = log
+            .lines()
+            .find(|l| l.contains("ankusa: configuration refused"))
+            .unwrap_or_else(|| panic!("{shell:?}: no refusal logged:\n{}", edge.log_tail()));
+        assert!(line.contains(field), "{shell:?}: {line}");
     }
 }
 

@@ -8,7 +8,7 @@
 //! `ANKUSA_SHELL=native` (the testkit's edge takes the shell as a parameter).
 
 use ankusa_testkit::access_log;
-use ankusa_testkit::envoy::shell::SEARCH_PATH_ENV;
+use ankusa_testkit::envoy::shell::{with_direct_connection, SEARCH_PATH_ENV};
 use ankusa_testkit::envoy::{self, Edge, EdgeSpec, Shell};
 use ankusa_testkit::intake::Intake;
 use ankusa_testkit::paths;
@@ -117,22 +117,69 @@ fn envoy_matches_the_modules_abi_and_a_hook_goes_through_it_counted_and_logged()
     );
 }
 
+fn store_metrics(store: &Store) -> String {
+    ankusa_testkit::http::get(&store.url_of("/metrics"))
+        .map(|r| r.text())
+        .unwrap_or_default()
+}
+
+fn metric_of(store: &Store, name: &str) -> f64 {
+    ankusa_testkit::metrics::metric_value(&store_metrics(store), name)
+}
+
 /// The store's own count of hits it answered (alone or in batches).
 fn store_hits(store: &Store) -> f64 {
-    ankusa_testkit::metrics::metric_value(
-        &ankusa_testkit::http::get(&store.url_of("/metrics"))
-            .map(|r| r.text())
-            .unwrap_or_default(),
-        "ankusa_store_hits_per_call_sum",
-    )
+    metric_of(store, "ankusa_store_hits_per_call_sum")
+}
+
+/// Every `/v1/` call the store answered, whichever its endpoint and result.
+fn store_requests(store: &Store) -> f64 {
+    store_metrics(store)
+        .lines()
+        .filter(|l| l.starts_with("ankusa_store_requests_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// `config` as the connection names it: Envoy's callouts (named, so
+/// `ANKUSA_CONNECTION=direct` leaves it so), or the module's own
+/// connection to the edge's store port.
+fn connected(
+    mut config: serde_json::Value,
+    connection: Connection,
+    store_port: u16,
+) -> serde_json::Value {
+    match connection {
+        Connection::Callout => {
+            config["fleet"]["connection"] = serde_json::json!("callout");
+            config
+        }
+        Connection::Direct => with_direct_connection(&config, store_port),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Connection {
+    Callout,
+    Direct,
 }
 
 #[test]
 fn fleet_hooks_through_the_module_reach_the_store_and_are_counted_there() {
+    fleet_hooks_reach_the_store(Connection::Callout);
+}
+
+#[test]
+fn fleet_hooks_on_the_modules_own_connection_reach_the_store_and_a_redelivery_is_a_duplicate() {
+    fleet_hooks_reach_the_store(Connection::Direct);
+}
+
+fn fleet_hooks_reach_the_store(connection: Connection) {
     let redis = Redis::start();
     let store = Store::start(&redis.url());
     let intake = Intake::start();
-    let mut spec = native_spec("edge-native-fleet", intake.port, fleet_config(1_000, 5));
+    let config = connected(fleet_config(1_000, 5), connection, store.port);
+    let mut spec = native_spec("edge-native-fleet", intake.port, config);
     spec.store_port = store.port;
     let edge = Edge::start_lds_logged(spec);
     let statuses = concurrently(8, 40, {
@@ -156,6 +203,22 @@ fn fleet_hooks_through_the_module_reach_the_store_and_are_counted_there() {
     );
     assert_eq!(store_hits(&store), 40.0, "one store hit per hook");
     assert_eq!(edge.stat("ankusa_fleet_fallback_total"), 0.0);
+    // Envoy's cluster carries the hit calls as callouts; with the module's
+    // own connection it carries only the node's calls (settle batches,
+    // override polls): every call the store answered came one way or the other.
+    let via_envoy =
+        || edge.stat(r#"envoy_cluster_upstream_rq_total{envoy_cluster_name="ankusa_store"}"#);
+    let hit_calls = metric_of(&store, "ankusa_store_hits_per_call_count");
+    match connection {
+        Connection::Callout => assert!(via_envoy() >= hit_calls, "{}", via_envoy()),
+        Connection::Direct => assert!(
+            eventually(Duration::from_secs(10), || via_envoy() + hit_calls
+                <= store_requests(&store)),
+            "{} calls through Envoy, {hit_calls} hit calls, {} answered by the store",
+            via_envoy(),
+            store_requests(&store)
+        ),
+    }
     // A redelivery is the fleet's duplicate once the claim is promoted by
     // the node's settle batches (sent from Envoy's main thread).
     assert!(
@@ -183,12 +246,23 @@ fn fleet_hooks_through_the_module_reach_the_store_and_are_counted_there() {
 
 #[test]
 fn with_the_store_down_the_module_answers_from_the_node_and_opens_the_breaker() {
+    store_down(Connection::Callout);
+}
+
+#[test]
+fn with_the_store_refusing_the_modules_own_connection_hooks_fall_back_and_the_breaker_opens() {
+    store_down(Connection::Direct);
+}
+
+fn store_down(connection: Connection) {
     let intake = Intake::start();
     let mut config = fleet_config(1_000, 5);
     config["fleet"]["timeout_ms"] = serde_json::json!(300);
     config["fleet"]["breaker_min_calls"] = serde_json::json!(5);
     config["fleet"]["breaker_failure_rate"] = serde_json::json!(0.5);
-    let edge = Edge::start(native_spec("edge-native-down", intake.port, config));
+    let mut spec = native_spec("edge-native-down", intake.port, config);
+    spec.filter_config = connected(spec.filter_config, connection, spec.store_port);
+    let edge = Edge::start(spec);
     for i in 0..20 {
         let r = deliver(&edge, "/webhooks/gh", &format!("native-down-{i}"));
         assert_eq!(r.status, 201, "{}\n{}", r.text(), edge.log_tail());

@@ -1,6 +1,7 @@
 //! The `fleet` section: how the filter talks to the store, and when its
 //! breaker opens.
 
+use super::connection::StoreConnection;
 use super::validate::{at_least, between, bound};
 use super::ConfigError;
 use crate::limit::limits::{self, MAX_SETTLE_OPS};
@@ -32,6 +33,9 @@ pub struct FleetConfig {
     pub nodes: u64,
     /// A pinned share of a fleet quota for node-local answers, in [0.001, 1].
     pub degraded_share: Option<f64>,
+    /// How store calls leave: Envoy's callouts, or a connection the shell
+    /// owns (`fleet.connection`, `fleet.store`).
+    pub connection: StoreConnection,
 }
 
 impl Default for FleetConfig {
@@ -49,6 +53,7 @@ impl Default for FleetConfig {
             declared: false,
             nodes: 1,
             degraded_share: None,
+            connection: StoreConnection::Callout,
         }
     }
 }

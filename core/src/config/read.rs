@@ -7,6 +7,7 @@
 //! other key is refused, as `deny_unknown_fields` would. Ranges are left to
 //! [`Config::validate`]; this only checks shapes and types.
 
+use super::connection::StoreConnection;
 use super::validate::check_id;
 use super::{
     BreakerPolicy, Config, ConfigError, DedupeConfig, FleetConfig, Limits, RateLimits, Scope,
@@ -48,6 +49,8 @@ const FLEET: &[&str] = &[
     "settle_retries",
     "nodes",
     "degraded_share",
+    "connection",
+    "store",
 ];
 
 /// Longest rendering of a bad value inside a message (bytes).
@@ -254,6 +257,7 @@ fn fleet(obj: &Obj) -> Result<FleetConfig, ConfigError> {
         declared: true,
         nodes: obj.u64("nodes")?.unwrap_or(d.nodes),
         degraded_share: obj.f64("degraded_share")?,
+        connection: StoreConnection::read(obj.string("connection")?, obj.string("store")?)?,
     })
 }
 

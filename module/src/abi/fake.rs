@@ -379,11 +379,19 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_new(
     SCHEDULER
 }
 
+/// Events committed on a stream's scheduler from any thread (the direct
+/// store connection's threads commit from their own), in order.
+pub static COMMITS_ANY_THREAD: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
 pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_commit(
     _scheduler: *mut c_void,
     event: u64,
 ) {
     with(|f| f.commits.push(event));
+    COMMITS_ANY_THREAD
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(event);
 }
 
 pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_delete(_scheduler: *mut c_void) {

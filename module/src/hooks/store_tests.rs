@@ -12,7 +12,7 @@ use crate::root::WAKE_QUEUE;
 use std::sync::Mutex;
 
 /// The node's breaker and settle queue are process-wide: these tests run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+pub(super) static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Rate limits in the store, for a tenant of these tests' own.
 const FLEET_RATE: &str = r#"{"node":"edge-1",
@@ -21,10 +21,10 @@ const FLEET_RATE: &str = r#"{"node":"edge-1",
     "rate_limits":{"scope":"fleet","default":{"rate":100,"burst":100}}}"#;
 
 const RESET: u32 = 1;
-const OK: &str = r#"{"result":"ok"}"#;
+pub(super) const OK: &str = r#"{"result":"ok"}"#;
 
 /// Stands for the filter pointer of stream `n`.
-fn envoy(n: usize) -> *mut c_void {
+pub(super) fn envoy(n: usize) -> *mut c_void {
     (0x100 * n) as *mut c_void
 }
 
@@ -51,12 +51,12 @@ fn answer(n: usize, filter: *const c_void, id: u64, result: u32, status: &str, b
     );
 }
 
-fn fallbacks() -> u64 {
+pub(super) fn fallbacks() -> u64 {
     fake::with(|f| f.stat("ankusa_fleet_fallback_total").unwrap_or(0))
 }
 
 /// A hook arrives on stream `n`: its filter and the headers hook's status.
-fn arrive(config: *const c_void, n: usize, delivery: &str) -> (*const c_void, u32) {
+pub(super) fn arrive(config: *const c_void, n: usize, delivery: &str) -> (*const c_void, u32) {
     let request = post(delivery);
     fake::with(|f| {
         f.request = as_refs(&request)
@@ -69,7 +69,7 @@ fn arrive(config: *const c_void, n: usize, delivery: &str) -> (*const c_void, u3
     (filter, status)
 }
 
-fn end(n: usize, filter: *const c_void) {
+pub(super) fn end(n: usize, filter: *const c_void) {
     envoy_dynamic_module_on_http_filter_stream_complete(envoy(n), filter);
     envoy_dynamic_module_on_http_filter_destroy(filter);
 }

@@ -53,7 +53,10 @@ pub fn split_lds(bootstrap: &str, lds: &Path) -> (String, String) {
 /// shell names its module instead, see [`super::Shell`]).
 pub fn render(spec: &EdgeSpec, wasm: &Path) -> String {
     // A JSON string literal is also a valid YAML double-quoted scalar.
-    let config = serde_json::Value::String(spec.filter_config.to_string()).to_string();
+    let filter_config = spec
+        .shell
+        .filter_config(&spec.filter_config, spec.store_port);
+    let config = serde_json::Value::String(filter_config.to_string()).to_string();
     spec.shell
         .template(TEMPLATE)
         .replace("{{NODE}}", &spec.node)

@@ -51,6 +51,48 @@ impl Shell {
     }
 }
 
+/// The environment variable naming how a native edge's fleet calls reach
+/// the store: `callout` (the default: Envoy's HTTP callouts through the
+/// `ankusa_store` cluster) or `direct` (the module's own connection to the
+/// same store port, `fleet.connection: "direct"`). The wasm shell ignores it.
+pub const CONNECTION_ENV: &str = "ANKUSA_CONNECTION";
+
+impl Shell {
+    /// The filter configuration an edge of this shell is given: for the
+    /// native shell with `ANKUSA_CONNECTION=direct`, a configuration that
+    /// calls the store (a fleet scope or a `fleet` section, and no
+    /// connection of its own) calls it on the module's own connection to
+    /// 127.0.0.1:`store_port`, where the `ankusa_store` cluster points.
+    pub fn filter_config(self, config: &serde_json::Value, store_port: u16) -> serde_json::Value {
+        let direct = match std::env::var(CONNECTION_ENV).as_deref() {
+            Err(_) | Ok("") | Ok("callout") => false,
+            Ok("direct") => true,
+            Ok(other) => panic!("{CONNECTION_ENV}={other:?}: expected \"callout\" or \"direct\""),
+        };
+        if self == Shell::Wasm || !direct {
+            return config.clone();
+        }
+        with_direct_connection(config, store_port)
+    }
+}
+
+/// `config` with its store calls on a direct connection to 127.0.0.1:`store_port`
+/// (unchanged when it calls no store or names a connection itself).
+pub fn with_direct_connection(config: &serde_json::Value, store_port: u16) -> serde_json::Value {
+    let mut config = config.clone();
+    let fleet_scope = |section: &str| config[section]["scope"] == "fleet";
+    let calls_store =
+        fleet_scope("rate_limits") || fleet_scope("dedupe") || config.get("fleet").is_some();
+    if calls_store && config["fleet"].get("connection").is_none() {
+        if let Some(obj) = config.as_object_mut() {
+            let fleet = obj.entry("fleet").or_insert_with(|| serde_json::json!({}));
+            fleet["connection"] = "direct".into();
+            fleet["store"] = format!("127.0.0.1:{store_port}").into();
+        }
+    }
+    config
+}
+
 /// What Envoy prefixes the native module's stats with in
 /// `/stats/prometheus` (`envoy_` and the `metrics_namespace`, `ankusa`),
 /// which the shipped scrape configuration's `metric_relabel_configs` takes
@@ -105,6 +147,22 @@ mod tests {
         let tail = |t: &str| t[t.find(ROUTER).unwrap()..].to_string();
         assert_eq!(tail(&native), tail(TEMPLATE));
         assert_eq!(Shell::Wasm.template(TEMPLATE), TEMPLATE);
+    }
+
+    #[test]
+    fn a_direct_connection_goes_only_into_configurations_that_call_the_store() {
+        use serde_json::json;
+        let fleet = json!({"rate_limits": {"scope": "fleet"}, "fleet": {"timeout_ms": 40}});
+        let direct = with_direct_connection(&fleet, 9000);
+        assert_eq!(direct["fleet"]["connection"], "direct");
+        assert_eq!(direct["fleet"]["store"], "127.0.0.1:9000");
+        assert_eq!(direct["fleet"]["timeout_ms"], 40);
+        let dedupe = with_direct_connection(&json!({"dedupe": {"scope": "fleet"}}), 9000);
+        assert_eq!(dedupe["fleet"]["connection"], "direct");
+        let node = json!({"rate_limits": {"scope": "node"}});
+        assert_eq!(with_direct_connection(&node, 9000), node);
+        let own = json!({"fleet": {"connection": "callout"}});
+        assert_eq!(with_direct_connection(&own, 9000), own);
     }
 
     #[test]

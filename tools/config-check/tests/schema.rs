@@ -28,6 +28,8 @@ const CROSS_FIELD: &[(&str, &str)] = &[
     ("verify_shared_on_one_tenant", "verify tenants"),
     ("verify_tenant_map_on_one_tenant", "verify tenants"),
     ("verify_replay_guard_node_dedupe", "replay guard dedupe"),
+    ("fleet_direct_without_store", "direct store"),
+    ("fleet_store_without_direct", "direct store"),
 ];
 
 /// Refused for a rule no JSON Schema can state (the schema lists it as

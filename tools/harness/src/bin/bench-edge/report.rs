@@ -22,8 +22,15 @@ pub const TOTAL_GOALS: [(char, char, f64, &str); 1] = [('c', 'p', 0.80, "fleet s
 
 /// The native module's goals, in Envoy CPU per hook: (num, den, goal at 1
 /// client, goal at more, what). The total-CPU one is [`NATIVE_TOTAL_GOAL`].
-pub const NATIVE_GOALS: [(char, char, f64, f64, &str); 2] = [
+pub const NATIVE_GOALS: [(char, char, f64, f64, &str); 3] = [
     ('F', 'p', 1.00, 0.80, "native fleet scopes / the peer"),
+    (
+        'H',
+        'p',
+        1.00,
+        0.80,
+        "native fleet, own connection / the peer",
+    ),
     ('N', 'M', 1.10, 1.10, "native node scopes / native no-op"),
 ];
 
@@ -38,7 +45,7 @@ pub const NATIVE_TOTAL_GOAL: (char, char, f64, usize, &str) = (
 );
 
 /// Ratios printed for context, no goal attached.
-const CONTEXT: [(char, char, &str); 23] = [
+const CONTEXT: [(char, char, &str); 26] = [
     ('l', 'a', "native local_ratelimit / bare"),
     ('n', 'a', "no-op wasm / bare"),
     ('n', 'l', "no-op wasm / native local_ratelimit"),
@@ -62,6 +69,21 @@ const CONTEXT: [(char, char, &str); 23] = [
     ('F', 'G', "native fleet / native one-callout floor"),
     ('F', 'c', "native fleet / wasm filter, fleet"),
     ('G', 'p', "native one-callout floor / the peer"),
+    (
+        'H',
+        'F',
+        "native fleet, own connection / native fleet, callouts",
+    ),
+    (
+        'H',
+        'G',
+        "native fleet, own connection / native one-callout floor",
+    ),
+    (
+        'H',
+        'c',
+        "native fleet, own connection / wasm filter, fleet",
+    ),
 ];
 
 /// Ratios of total CPU per hook (Envoy + the variant's own store and Redis).

@@ -2,6 +2,7 @@
 //! clusters, and what sits before the router.
 
 use super::peer::with_ratelimit;
+use ankusa_testkit::envoy::shell::with_direct_connection;
 use ankusa_testkit::envoy::{fleet_filter_config, render, Edge, EdgeSpec, Shell};
 use ankusa_testkit::paths;
 use ankusa_tools::floors;
@@ -47,6 +48,9 @@ pub struct Variant {
     /// Runs the core as the native module (libankusa_module.so, profile
     /// release-native) instead of the proxy-wasm filter.
     pub native: bool,
+    /// The native module's store calls go on its own connection to the
+    /// variant's store (`fleet.connection: "direct"`), not Envoy's callouts.
+    pub direct: bool,
 }
 
 impl Variant {
@@ -104,6 +108,7 @@ pub fn variants() -> Vec<Variant> {
         store_down,
         baseline: false,
         native: false,
+        direct: false,
     };
     let baseline = |key, name, config: &Value| Variant {
         baseline: true,
@@ -151,6 +156,10 @@ pub fn variants() -> Vec<Variant> {
         &Value::Null,
     );
     let native_fleet = native('F', "native module, fleet scopes", Module::Filter, &fleet);
+    let native_direct = Variant {
+        direct: true,
+        ..native('H', "native fleet, own connection", Module::Filter, &fleet)
+    };
     let (node_base, fleet_base) = (
         baseline('B', "baseline build, node scopes", &node),
         baseline('C', "baseline build, fleet scopes", &fleet),
@@ -244,6 +253,7 @@ pub fn variants() -> Vec<Variant> {
         native_noop,
         native_callout,
         native_fleet,
+        native_direct,
     ]
 }
 
@@ -272,6 +282,10 @@ pub fn spawn(
             let ours = paths::filter_wasm().display().to_string();
             let theirs = wasm.display().to_string();
             Ok(Edge::spawn_with(spec, move |b| b.replace(&ours, &theirs)))
+        }
+        Module::Filter if variant.direct => {
+            spec.filter_config = with_direct_connection(&variant.config, spec.store_port);
+            Ok(Edge::spawn(spec))
         }
         Module::Filter => {
             spec.filter_config = variant.config.clone();
@@ -420,6 +434,10 @@ mod tests {
             assert_eq!(get(native).config, get(wasm).config);
         }
         assert!(get('F').hits_store() && get('G').needs_store());
+        // (H) is (F) with its store calls on the module's own connection.
+        assert!(get('H').native && get('H').direct && !get('F').direct);
+        assert_eq!(get('H').config, get('F').config);
+        assert!(get('H').hits_store());
         assert_eq!(
             native_floor("name: ankusa_module\n".into()),
             "name: ankusa_floor\n"
@@ -515,7 +533,7 @@ mod tests {
         }
         assert_eq!(open, fleet);
         let keys: String = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, "alnkfhbdcopBCNDMGF");
+        assert_eq!(keys, "alnkfhbdcopBCNDMGFH");
         let peer = get('p');
         assert!(peer.module == Module::Peer && !peer.needs_store() && !peer.hits_store());
     }
