@@ -25,7 +25,9 @@
 #       # same run on a Redis of its own (`store-bench claims-cpu`); Redis
 #       # CPU from its main thread's /proc schedstat. AGED=1: the compact
 #       # layout's steady state (the two partitions before the current one
-#       # hold entries, so a hit reads three); SCRIPTS=DIR: this build's
+#       # hold entries, so a hit reads three; AGED_EVENTS=N entries each,
+#       # default 1000: N = HOOKS is a steady flow, as the current partition
+#       # is sized from the one before it); SCRIPTS=DIR: this build's
 #       # gcra/claims/hit/settle_batch.lua from DIR (a script change tried
 #       # without a rebuild); the output adds each command's calls and µs per hook
 set -euo pipefail
@@ -61,7 +63,7 @@ if [ "${MODE:-}" = memory ] || [ "${MODE:-}" = cpu ]; then
     echo "old scripts: $OLD_REV"
     "$TARGET_DIR/release/store-bench" claims-cpu --redis-url "redis://127.0.0.1:$PORT/0" \
       --hooks "${HOOKS:-200000}" --depth "${DEPTH:-32}" --rounds "${ROUNDS:-3}" --old-scripts "$DIR/old" \
-      ${AGED:+--aged} ${SCRIPTS:+--scripts "$SCRIPTS"}
+      ${AGED:+--aged} ${AGED_EVENTS:+--aged-events "$AGED_EVENTS"} ${SCRIPTS:+--scripts "$SCRIPTS"}
     exit 0
   fi
   for events in ${EVENTS:-1000000}; do

@@ -6,6 +6,7 @@
 //! at both edges of its bound.
 
 use crate::common::{charge, claim, hit, promote, release, Db, Http, Service};
+use ankusa_core::wire::{HitAnswer, HitRequest};
 use ankusa_store::committed::{self, Layout};
 use ankusa_store::Config;
 use ankusa_testkit::redis::{Redis, RedisCluster};
@@ -111,12 +112,13 @@ async fn layout_round_trip(db: Db) {
     // A key never stored is free (and is now pending).
     let fresh = claim("t", "evt-new", "h-new", 3_600_000, 30_000);
     assert_eq!(c.hit(&fresh).await["result"], "ok");
-    // One partition: its counter and 300 / 40 → 8 buckets, each a listpack
-    // with an expiry no later than its partition's end plus the ttl.
+    // One partition: its counter, its events (":n") and 300 / 40 → 8
+    // buckets, each a listpack with an expiry no later than its partition's
+    // end plus the ttl.
     let buckets: Vec<String> = db
         .keys("ankusa:{t}:committed:*")
         .into_iter()
-        .filter(|k| k.matches(':').count() == 5)
+        .filter(|k| k.matches(':').count() == 5 && !k.ends_with(":n"))
         .collect();
     assert_eq!(buckets.len(), 8, "{buckets:?}");
     for bucket in &buckets {
@@ -367,5 +369,221 @@ async fn events_sharing_a_bucket_are_never_taken_for_each_other() {
         duplicate_of(&c.hit(&claim("t", "k-0", "h2", 3_600_000, 30_000)).await),
         Some("hook-0")
     );
+    service.stop().await;
+}
+
+/// Commits `keys` (claimed, then promoted under `hook-<key>`) in one call of
+/// each: hits, then settles.
+async fn store_all(c: &Client<'_>, keys: &[String], ttl: u64) {
+    let claims: Vec<Value> = keys
+        .iter()
+        .map(|k| claim("t", k, &format!("h-{k}"), ttl, 30_000))
+        .collect();
+    let hits: Vec<Value> = claims
+        .iter()
+        .map(|cl| hit(Vec::new(), Some(cl.clone())))
+        .collect();
+    let (status, answer) = c
+        .http
+        .post(&c.service.at("/v1/hits"), &json!({ "hits": hits }))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let ops: Vec<Value> = claims
+        .iter()
+        .zip(keys)
+        .map(|(cl, k)| promote(cl, &format!("hook-{k}")))
+        .collect();
+    let (status, answer) = c
+        .http
+        .post(&c.service.at("/v1/settle"), &json!({ "ops": ops }))
+        .await;
+    assert_eq!(
+        (status, &answer["applied"]),
+        (200, &json!(keys.len())),
+        "{answer}"
+    );
+}
+
+/// `INFO commandstats` calls of `HGETALL`: one per bucket split.
+fn splits(db: &Db) -> u64 {
+    db.cli(&["INFO", "commandstats"])
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_hgetall:calls="))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A partition's first commit sizes it for as many events as the one before
+/// it holds: a steady flow fills it without a bucket split (each of which
+/// reads a bucket whole), in as many buckets, each expiring with the
+/// partition, and every event of both answers `duplicate`.
+#[tokio::test]
+async fn a_partition_is_sized_from_the_one_before_it() {
+    const TTL: u64 = 8_000;
+    const EVENTS: usize = 120;
+    let part = committed::partition_ms(TTL);
+    let db = Db::Single(Redis::start());
+    let service = start(&db, Layout::Compact).await;
+    let c = Client {
+        http: Http::new(),
+        service: &service,
+    };
+    let first = now_ms(&db) / part + 1;
+    until(&db, first * part + 20).await;
+    let before: Vec<String> = (0..EVENTS).map(|i| format!("before-{i}")).collect();
+    store_all(&c, &before, TTL).await;
+    until(&db, (first + 1) * part + 20).await;
+    let split_before = splits(&db);
+    let after: Vec<String> = (0..EVENTS).map(|i| format!("after-{i}")).collect();
+    store_all(&c, &after, TTL).await;
+    assert_eq!(
+        splits(&db),
+        split_before,
+        "the second partition split a bucket"
+    );
+    for p in [first, first + 1] {
+        let base = format!("ankusa:{{t}}:committed:{TTL}:{p}");
+        assert_eq!(db.get(&format!("{base}:n")), EVENTS.to_string(), "{base}");
+        assert_eq!(db.get(&base), EVENTS.to_string(), "{base}");
+        let buckets: Vec<String> = db
+            .keys(&format!("{base}:*"))
+            .into_iter()
+            .filter(|k| !k.ends_with(":n"))
+            .collect();
+        assert_eq!(
+            buckets.len(),
+            EVENTS.div_ceil(committed::BUCKET_FILL as usize),
+            "{buckets:?}"
+        );
+        let expires = ((p + 1) * part + TTL).to_string();
+        for key in buckets.iter().chain([&base, &format!("{base}:n")]) {
+            assert_eq!(db.cli(&["PEXPIRETIME", key]), expires, "{key}");
+        }
+    }
+    let probes: Vec<Value> = before
+        .iter()
+        .chain(&after)
+        .map(|k| hit(Vec::new(), Some(claim("t", k, "h-probe", TTL, 30_000))))
+        .collect();
+    let (status, answer) = c
+        .http
+        .post(&c.service.at("/v1/hits"), &json!({ "hits": probes }))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let results = answer["results"].as_array().expect("results");
+    for (k, r) in before.iter().chain(&after).zip(results) {
+        assert_eq!(
+            duplicate_of(r),
+            Some(format!("hook-{k}").as_str()),
+            "{k}: {r}"
+        );
+    }
+    service.stop().await;
+}
+
+/// The store names the partitions a hit's lookup reads on its own clock
+/// (`committed::partitions_sent`); Redis's clock decides which it reads: a
+/// store whose clock is partitions off, or unset, still finds a committed
+/// event, and still admits a new one.
+#[tokio::test]
+async fn a_committed_event_is_found_whatever_the_store_s_clock_reads() {
+    const TTL: u64 = 3_600_000;
+    let part = committed::partition_ms(TTL);
+    let db = Db::Single(Redis::start());
+    let service = start(&db, Layout::Compact).await;
+    let c = Client {
+        http: Http::new(),
+        service: &service,
+    };
+    c.store(&claim("t", "evt-clock", "h1", TTL, 30_000), "hook-clock")
+        .await;
+    let mut conn = redis::Client::open(db.url())
+        .expect("redis url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis");
+    let script = redis::Script::new(&ankusa_store::scripts::hit_source());
+    let now = now_ms(&db);
+    for store_ms in [now, now + 3 * part, now - 3 * part, 0] {
+        for (key, expected) in [("evt-clock", "duplicate"), ("evt-new", "ok")] {
+            let request: HitRequest = serde_json::from_value(hit(
+                Vec::new(),
+                Some(claim("t", key, &format!("h-{store_ms}"), TTL, 30_000)),
+            ))
+            .expect("a hit");
+            let (keys, args) = ankusa_store::routes::hit::keys_and_args_at(&request, store_ms);
+            let mut call = script.prepare_invoke();
+            for k in &keys {
+                call.key(k);
+            }
+            for a in &args {
+                call.arg(a);
+            }
+            let reply: Vec<redis::Value> = call.invoke_async(&mut conn).await.expect("hit");
+            let answer = ankusa_store::routes::hit::parse_reply(&reply)
+                .expect("an answer")
+                .answer;
+            match (expected, &answer) {
+                ("duplicate", HitAnswer::Duplicate { hook_id }) => {
+                    assert_eq!(hook_id, "hook-clock")
+                }
+                ("ok", HitAnswer::Ok) => {
+                    db.cli(&["DEL", &keys[keys.len() - 1]]);
+                }
+                _ => panic!("store clock {store_ms}, {key}: {answer:?}"),
+            }
+        }
+    }
+    service.stop().await;
+}
+
+/// A partition the previous release wrote (its count is its events, with no
+/// ":n") is read and written on: its events answer `duplicate`, and commits
+/// added to it count from its count and grow it as before.
+#[tokio::test]
+async fn a_partition_of_the_previous_release_is_read_and_grown() {
+    const TTL: u64 = 3_600_000;
+    let db = Db::Single(Redis::start());
+    let service = start(&db, Layout::Compact).await;
+    let c = Client {
+        http: Http::new(),
+        service: &service,
+    };
+    // The first partition of a series is addressed as the previous release
+    // addressed it (no partition before it); without ":n" it is one of its.
+    let first: Vec<String> = (0..41).map(|i| format!("prev-{i}")).collect();
+    store_all(&c, &first, TTL).await;
+    let events = db.keys(&format!("ankusa:{{t}}:committed:{TTL}:*:n"));
+    assert_eq!(events.len(), 1, "{events:?}");
+    let base = events[0].trim_end_matches(":n").to_string();
+    db.cli(&["DEL", &events[0]]);
+    let more: Vec<String> = (0..40).map(|i| format!("more-{i}")).collect();
+    store_all(&c, &more, TTL).await;
+    assert_eq!(db.get(&format!("{base}:n")), "81");
+    assert_eq!(db.get(&base), "81");
+    let buckets = db
+        .keys(&format!("{base}:*"))
+        .into_iter()
+        .filter(|k| !k.ends_with(":n"))
+        .count();
+    assert_eq!(buckets, 3);
+    let all: Vec<&String> = first.iter().chain(&more).collect();
+    let probes: Vec<Value> = all
+        .iter()
+        .map(|k| hit(Vec::new(), Some(claim("t", k, "h-probe", TTL, 30_000))))
+        .collect();
+    let (status, answer) = c
+        .http
+        .post(&c.service.at("/v1/hits"), &json!({ "hits": probes }))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let results = answer["results"].as_array().expect("results");
+    for (k, r) in all.iter().zip(results) {
+        assert_eq!(
+            duplicate_of(r),
+            Some(format!("hook-{k}").as_str()),
+            "{k}: {r}"
+        );
+    }
     service.stop().await;
 }
