@@ -15,6 +15,13 @@ use std::time::Duration;
 
 const UUID: &str = "01a22a58-b525-7a36-ac16-fe50dd6137bd";
 
+/// A store writing the compact layout, on a Redis of its own.
+async fn compact_store() -> (Db, Service) {
+    let db = Db::Single(Redis::start());
+    let service = start(&db, Layout::Compact).await;
+    (db, service)
+}
+
 async fn start(db: &Db, layout: Layout) -> Service {
     let mut config = Config::for_redis(&db.url());
     config.committed_layout = layout;
@@ -30,7 +37,24 @@ struct Client<'a> {
     service: &'a Service,
 }
 
-impl Client<'_> {
+impl<'a> Client<'a> {
+    fn of(service: &'a Service) -> Client<'a> {
+        Client {
+            http: Http::new(),
+            service,
+        }
+    }
+
+    /// `hits` in one `/v1/hits` call: each one's answer, in order.
+    async fn hits(&self, hits: Vec<Value>) -> Vec<Value> {
+        let (status, answer) = self
+            .http
+            .post(&self.service.at("/v1/hits"), &json!({ "hits": hits }))
+            .await;
+        assert_eq!(status, 200, "{answer}");
+        answer["results"].as_array().expect("results").clone()
+    }
+
     async fn hit(&self, claim: &Value) -> Value {
         let body = hit(
             vec![charge("hooks", "t", 1, 1_000_000, 1_000_000)],
@@ -82,10 +106,7 @@ async fn layout_round_trip(db: Db) {
         }
     }
     let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let c = Client::of(&service);
     let events = 300;
     // Event i's claim under `hook`, and the id it is stored under: the
     // first a UUID (kept as 16 bytes), the others text.
@@ -182,10 +203,7 @@ async fn claims_the_old_layout_wrote_are_found_until_they_expire() {
         "60000",
     ]);
     let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let c = Client::of(&service);
     let probe = |key: &str| claim("t", key, "h-new", 3_600_000, 30_000);
     assert_eq!(
         duplicate_of(&c.hit(&probe("old-1")).await),
@@ -207,10 +225,7 @@ async fn claims_the_old_layout_wrote_are_found_until_they_expire() {
 async fn dual_writes_both_layouts_and_compact_only_the_compact_one() {
     let db = Db::Single(Redis::start());
     let dual = start(&db, Layout::Dual).await;
-    let c = Client {
-        http: Http::new(),
-        service: &dual,
-    };
+    let c = Client::of(&dual);
     let event = claim("t", "evt-dual", "h1", 600_000, 30_000);
     c.store(&event, UUID).await;
     assert_eq!(db.get(&old_key("t", "evt-dual")), format!("c:{UUID}"));
@@ -225,10 +240,7 @@ async fn dual_writes_both_layouts_and_compact_only_the_compact_one() {
     dual.stop().await;
 
     let compact = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &compact,
-    };
+    let c = Client::of(&compact);
     let event = claim("t", "evt-compact", "h3", 600_000, 30_000);
     c.store(&event, "hook-3").await;
     assert!(!db.exists(&old_key("t", "evt-compact")));
@@ -251,10 +263,7 @@ async fn dual_writes_both_layouts_and_compact_only_the_compact_one() {
 async fn a_claim_settled_twice_in_one_batch_keeps_what_the_first_settle_did() {
     let db = Db::Single(Redis::start());
     let dual = start(&db, Layout::Dual).await;
-    let c = Client {
-        http: Http::new(),
-        service: &dual,
-    };
+    let c = Client::of(&dual);
     let kept = claim("t", "evt-twice", "h1", 600_000, 30_000);
     let freed = claim("t", "evt-freed", "h2", 600_000, 30_000);
     for event in [&kept, &freed] {
@@ -299,12 +308,8 @@ async fn until(db: &Db, at_ms: u64) {
 async fn ttl_ms_holds_at_both_edges_of_its_bound() {
     const TTL: u64 = 4_000;
     let part = committed::partition_ms(TTL);
-    let db = Db::Single(Redis::start());
-    let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let (db, service) = compact_store().await;
+    let c = Client::of(&service);
     // Commit early in a partition, so the entry outlives c + ttl_ms by most of one.
     let now = now_ms(&db);
     until(&db, (now / part + 1) * part + 20).await;
@@ -353,12 +358,8 @@ async fn events_sharing_a_bucket_are_never_taken_for_each_other() {
         .map(|i| format!("k-{i}"))
         .find(|k| first(k)[..2] == base[..2])
         .expect("a key sharing 16 leading bits");
-    let db = Db::Single(Redis::start());
-    let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let (_db, service) = compact_store().await;
+    let c = Client::of(&service);
     c.store(&claim("t", "k-0", "h0", 3_600_000, 30_000), "hook-0")
         .await;
     assert_eq!(
@@ -379,15 +380,13 @@ async fn store_all(c: &Client<'_>, keys: &[String], ttl: u64) {
         .iter()
         .map(|k| claim("t", k, &format!("h-{k}"), ttl, 30_000))
         .collect();
-    let hits: Vec<Value> = claims
-        .iter()
-        .map(|cl| hit(Vec::new(), Some(cl.clone())))
-        .collect();
-    let (status, answer) = c
-        .http
-        .post(&c.service.at("/v1/hits"), &json!({ "hits": hits }))
-        .await;
-    assert_eq!(status, 200, "{answer}");
+    c.hits(
+        claims
+            .iter()
+            .map(|cl| hit(Vec::new(), Some(cl.clone())))
+            .collect(),
+    )
+    .await;
     let ops: Vec<Value> = claims
         .iter()
         .zip(keys)
@@ -402,6 +401,22 @@ async fn store_all(c: &Client<'_>, keys: &[String], ttl: u64) {
         (200, &json!(keys.len())),
         "{answer}"
     );
+}
+
+/// Each of `keys` (as [`store_all`] stored them) answers `duplicate` with its hook id.
+async fn assert_stored(c: &Client<'_>, keys: impl Iterator<Item = &String>, ttl: u64) {
+    let keys: Vec<&String> = keys.collect();
+    let probes = keys
+        .iter()
+        .map(|k| hit(Vec::new(), Some(claim("t", k, "h-probe", ttl, 30_000))))
+        .collect();
+    for (k, r) in keys.iter().zip(c.hits(probes).await) {
+        assert_eq!(
+            duplicate_of(&r),
+            Some(format!("hook-{k}").as_str()),
+            "{k}: {r}"
+        );
+    }
 }
 
 /// `INFO commandstats` calls of `HGETALL`: one per bucket split.
@@ -422,12 +437,8 @@ async fn a_partition_is_sized_from_the_one_before_it() {
     const TTL: u64 = 8_000;
     const EVENTS: usize = 120;
     let part = committed::partition_ms(TTL);
-    let db = Db::Single(Redis::start());
-    let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let (db, service) = compact_store().await;
+    let c = Client::of(&service);
     let first = now_ms(&db) / part + 1;
     until(&db, first * part + 20).await;
     let before: Vec<String> = (0..EVENTS).map(|i| format!("before-{i}")).collect();
@@ -460,24 +471,7 @@ async fn a_partition_is_sized_from_the_one_before_it() {
             assert_eq!(db.cli(&["PEXPIRETIME", key]), expires, "{key}");
         }
     }
-    let probes: Vec<Value> = before
-        .iter()
-        .chain(&after)
-        .map(|k| hit(Vec::new(), Some(claim("t", k, "h-probe", TTL, 30_000))))
-        .collect();
-    let (status, answer) = c
-        .http
-        .post(&c.service.at("/v1/hits"), &json!({ "hits": probes }))
-        .await;
-    assert_eq!(status, 200, "{answer}");
-    let results = answer["results"].as_array().expect("results");
-    for (k, r) in before.iter().chain(&after).zip(results) {
-        assert_eq!(
-            duplicate_of(r),
-            Some(format!("hook-{k}").as_str()),
-            "{k}: {r}"
-        );
-    }
+    assert_stored(&c, before.iter().chain(&after), TTL).await;
     service.stop().await;
 }
 
@@ -489,12 +483,8 @@ async fn a_partition_is_sized_from_the_one_before_it() {
 async fn a_committed_event_is_found_whatever_the_store_s_clock_reads() {
     const TTL: u64 = 3_600_000;
     let part = committed::partition_ms(TTL);
-    let db = Db::Single(Redis::start());
-    let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let (db, service) = compact_store().await;
+    let c = Client::of(&service);
     c.store(&claim("t", "evt-clock", "h1", TTL, 30_000), "hook-clock")
         .await;
     let mut conn = redis::Client::open(db.url())
@@ -543,12 +533,8 @@ async fn a_committed_event_is_found_whatever_the_store_s_clock_reads() {
 #[tokio::test]
 async fn a_partition_of_the_previous_release_is_read_and_grown() {
     const TTL: u64 = 3_600_000;
-    let db = Db::Single(Redis::start());
-    let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let (db, service) = compact_store().await;
+    let c = Client::of(&service);
     // The first partition of a series is addressed as the previous release
     // addressed it (no partition before it); without ":n" it is one of its.
     let first: Vec<String> = (0..41).map(|i| format!("prev-{i}")).collect();
@@ -567,23 +553,6 @@ async fn a_partition_of_the_previous_release_is_read_and_grown() {
         .filter(|k| !k.ends_with(":n"))
         .count();
     assert_eq!(buckets, 3);
-    let all: Vec<&String> = first.iter().chain(&more).collect();
-    let probes: Vec<Value> = all
-        .iter()
-        .map(|k| hit(Vec::new(), Some(claim("t", k, "h-probe", TTL, 30_000))))
-        .collect();
-    let (status, answer) = c
-        .http
-        .post(&c.service.at("/v1/hits"), &json!({ "hits": probes }))
-        .await;
-    assert_eq!(status, 200, "{answer}");
-    let results = answer["results"].as_array().expect("results");
-    for (k, r) in all.iter().zip(results) {
-        assert_eq!(
-            duplicate_of(r),
-            Some(format!("hook-{k}").as_str()),
-            "{k}: {r}"
-        );
-    }
+    assert_stored(&c, first.iter().chain(&more), TTL).await;
     service.stop().await;
 }
