@@ -25,7 +25,9 @@
 #       # same run on a Redis of its own (`store-bench claims-cpu`); Redis
 #       # CPU from its main thread's /proc schedstat. AGED=1: the compact
 #       # layout's steady state (the two partitions before the current one
-#       # hold entries, so a hit reads three); SCRIPTS=DIR: this build's
+#       # hold entries, so a hit reads three; AGED_EVENTS=N entries each,
+#       # default 1000: N = HOOKS is a steady flow, as the current partition
+#       # is sized from the one before it); SCRIPTS=DIR: this build's
 #       # gcra/claims/hit/settle_batch.lua from DIR (a script change tried
 #       # without a rebuild); the output adds each command's calls and µs per hook
 set -euo pipefail
@@ -61,7 +63,7 @@ if [ "${MODE:-}" = memory ] || [ "${MODE:-}" = cpu ]; then
     echo "old scripts: $OLD_REV"
     "$TARGET_DIR/release/store-bench" claims-cpu --redis-url "redis://127.0.0.1:$PORT/0" \
       --hooks "${HOOKS:-200000}" --depth "${DEPTH:-32}" --rounds "${ROUNDS:-3}" --old-scripts "$DIR/old" \
-      ${AGED:+--aged} ${SCRIPTS:+--scripts "$SCRIPTS"}
+      ${AGED:+--aged} ${AGED_EVENTS:+--aged-events "$AGED_EVENTS"} ${SCRIPTS:+--scripts "$SCRIPTS"}
     exit 0
   fi
   for events in ${EVENTS:-1000000}; do
@@ -202,10 +204,15 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "       $PER_HIT"
 
   REQUESTS=$(( STORE_RPS > 0 ? STORE_RPS * SECONDS_RUN * 2 : 100000 ))
+  # The partitions the lookup reads, named as the store names them (its
+  # partition on this clock, then p+1 .. p-2; committed.rs `partitions_sent`).
+  P=$(( $(date +%s%3N) / 30000 ))
+  SERIES='ankusa:{bench}:committed:60000'
   R0=$(cpu_s "$REDIS_PID")
   CSV=$(redis-benchmark -p "$REDIS_PORT" -c "$CLIENTS" -n "$REQUESTS" -r 100000000 --csv \
     EVALSHA "$SHA" 3 'ankusa:{bench}:rl:hooks' 'ankusa:{bench}:override' 'ankusa:{bench}:claim:gh:__rand_int__' \
-    1 1 1000000000 4294967296 h1 bench 30000 'ankusa:{bench}:committed:60000' 60000 'digest-of-14-b' | tail -1)
+    1 1 1000000000 4294967296 h1 bench 30000 "$SERIES" 60000 'digest-of-14-b' \
+    "$P" "$SERIES:$((P + 1))" "$SERIES:$P" "$SERIES:$((P - 1))" "$SERIES:$((P - 2))" | tail -1)
   # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
   REDIS_RPS=$(awk -F'","' '{print $2}' <<<"$CSV")
   REDIS_P50=$(awk -F'","' '{print $5}' <<<"$CSV")

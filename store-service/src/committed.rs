@@ -13,10 +13,13 @@
 //!   [`partition_ms`] = ⌈ttl_ms / 2⌉, each a counter `<series>:<p>` and
 //!   bucket hashes `<series>:<p>:<b>`, all expiring together at
 //!   [`expiry_ms`] (after the last entry the partition can hold has had its
-//!   `ttl_ms`). The buckets grow with the partition's count by linear
-//!   hashing (a split moves about half of one bucket's entries to a new
-//!   one), about [`BUCKET_FILL`] entries each, so every hash stays in Redis's
-//!   compact listpack encoding (≤ 128 entries of ≤ 64 bytes) at any volume.
+//!   `ttl_ms`). The count addresses about [`BUCKET_FILL`] entries a bucket,
+//!   so every hash stays in Redis's compact listpack encoding (≤ 128
+//!   entries of ≤ 64 bytes) at any volume. A partition starts with as many
+//!   buckets as the one before it needed (created by their first write), so
+//!   a steady flow of commits fills it without moving an entry; past that it
+//!   grows by linear hashing (a split moves about half of one bucket's
+//!   entries to a new one), its events kept in `<series>:<p>:n`.
 //!
 //! The hit script looks an event up in the few partitions its window spans,
 //! in its one call, under the tenant's one hash tag (`scripts/claims.lua`).
@@ -154,6 +157,26 @@ pub fn lookup_args(claim: &Claim) -> [Vec<u8>; 3] {
         series(claim).into_bytes(),
         claim.ttl_ms.to_string().into_bytes(),
         digest(claim).to_vec(),
+    ]
+}
+
+/// The partitions the hit script's lookup of `claim` reads, named on the
+/// store's clock (`now_ms`, unix ms), so the script need not build their
+/// names: the partition p that `now_ms` falls in, then the counters of
+/// p + 1, p, p − 1 and p − 2 (one ahead, for a clock that stepped back).
+/// Redis's clock decides: the script uses them only when it finds itself in
+/// p too, and builds the names itself otherwise (`committed_spans_sent` in
+/// claims.lua).
+pub fn partitions_sent(claim: &Claim, now_ms: u64) -> [Vec<u8>; 5] {
+    let series = series(claim);
+    let p = now_ms / partition_ms(claim.ttl_ms);
+    let counter = |q: u64| format!("{series}:{q}").into_bytes();
+    [
+        p.to_string().into_bytes(),
+        counter(p + 1),
+        counter(p),
+        counter(p.saturating_sub(1)),
+        counter(p.saturating_sub(2)),
     ]
 }
 

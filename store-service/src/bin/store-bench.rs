@@ -84,10 +84,15 @@ enum Mode {
         #[arg(long)]
         scripts: Option<std::path::PathBuf>,
         /// Compact layout in its steady state: the two partitions before the
-        /// current one hold entries (25 buckets of 40), as once the first
+        /// current one hold entries (`--aged-events` each), as once the first
         /// window has passed, so a hit's lookup reads three partitions, not one.
         #[arg(long)]
         aged: bool,
+        /// Events in each of the two aged partitions (buckets of 40). The
+        /// current partition is sized from its predecessor's: as many as the
+        /// run's hooks is a steady flow (no bucket split in the run).
+        #[arg(long, default_value_t = 1000)]
+        aged_events: u64,
     },
 }
 
@@ -122,6 +127,7 @@ fn main() {
             rounds,
             scripts,
             aged,
+            aged_events,
         }) => {
             let runtime = runtime();
             runtime.block_on(claims_cpu(
@@ -129,7 +135,7 @@ fn main() {
                 hooks,
                 &old_scripts,
                 scripts.as_deref(),
-                aged,
+                aged.then_some(aged_events),
                 depth.max(1),
                 rounds.max(1),
             ));
@@ -419,9 +425,9 @@ fn breakdown(before: &Cost, after: &Cost, hooks: u64) -> String {
 const TTL_MS: u64 = 259_200_000;
 
 /// Fills the two partitions of the `claims-cpu` tenant's series before the
-/// current one (Redis's clock) with 25 buckets of 40 entries each, and
-/// their counters, as the compact layout holds them once a window has passed.
-async fn age(conn: &mut redis::aio::MultiplexedConnection, ttl_ms: u64) {
+/// current one (Redis's clock) with `events` entries each, in buckets of 40,
+/// and their counters, as the compact layout holds them once a window has passed.
+async fn age(conn: &mut redis::aio::MultiplexedConnection, ttl_ms: u64, events: u64) {
     let (secs, micros): (u64, u64) = redis::cmd("TIME")
         .query_async(conn)
         .await
@@ -436,15 +442,16 @@ async fn age(conn: &mut redis::aio::MultiplexedConnection, ttl_ms: u64) {
         let base = format!("{series}:{p}");
         pipe.cmd("SET")
             .arg(&base)
-            .arg(25 * committed::BUCKET_FILL)
+            .arg(events)
             .arg("PXAT")
             .arg(expires)
             .ignore();
-        for b in 0..25u64 {
+        for b in 0..events.div_ceil(committed::BUCKET_FILL) {
             let bucket = format!("{base}:{b}");
             let mut hset = redis::cmd("HSET");
             hset.arg(&bucket).arg("").arg("");
-            for i in 0..committed::BUCKET_FILL {
+            let first = b * committed::BUCKET_FILL;
+            for i in 0..committed::BUCKET_FILL.min(events - first) {
                 let field = Sha256::digest(format!("aged{p}:{b}:{i}"));
                 hset.arg(&field[..committed::DIGEST_LEN])
                     .arg(&field[16..32]);
@@ -501,7 +508,7 @@ async fn claims_cpu(
     hooks: u64,
     old: &std::path::Path,
     new: Option<&std::path::Path>,
-    aged: bool,
+    aged: Option<u64>,
     depth: u64,
     rounds: u64,
 ) {
@@ -548,8 +555,8 @@ async fn claims_cpu(
             );
             let new_hit_sha = load(&mut conn, &new_hit).await;
             let new_settle_sha = load(&mut conn, &new_settle).await;
-            if aged && layout == "compact" {
-                age(&mut conn, TTL_MS).await;
+            if let (Some(events), "compact") = (aged, layout) {
+                age(&mut conn, TTL_MS, events).await;
             }
             let start = redis_cost(&mut conn).await;
             let cpu0 = clock.read(&mut conn).await;

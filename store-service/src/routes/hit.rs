@@ -13,7 +13,7 @@ use ankusa_core::wire::{HitAnswer, HitReply, HitRequest};
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use redis::Value;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tracing::{Instrument, Span};
 
 pub async fn hit(
@@ -127,8 +127,19 @@ pub fn answer_of(reply: Once) -> Result<HitReply, StoreError> {
     }
 }
 
-/// The hit script's KEYS and ARGV for one validated hit (see `hit.lua`).
+/// The hit script's KEYS and ARGV for one validated hit (see `hit.lua`),
+/// its compact lookups named on the store's clock.
 pub fn keys_and_args(hit: &HitRequest) -> (Vec<String>, Vec<Vec<u8>>) {
+    // Before 1970 (a clock never set) reads as 0: the script then names
+    // the partitions itself.
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    keys_and_args_at(hit, now_ms)
+}
+
+/// [`keys_and_args`] with the store's clock at `now_ms` (unix ms).
+pub fn keys_and_args_at(hit: &HitRequest, now_ms: u64) -> (Vec<String>, Vec<Vec<u8>>) {
     let mut keys = Vec::with_capacity(5);
     let mut args: Vec<Vec<u8>> = Vec::with_capacity(16);
     let mut text = |t: String| args.push(t.into_bytes());
@@ -152,9 +163,13 @@ pub fn keys_and_args(hit: &HitRequest) -> (Vec<String>, Vec<Vec<u8>>) {
         text(claim.node.clone());
         text(claim.pending_ttl_ms.to_string());
     }
-    // Then each claim's compact lookup (claims.lua).
+    // Then each claim's compact lookup (claims.lua), then the partitions
+    // each reads, named on the store's clock.
     for claim in &claims {
         args.extend(committed::lookup_args(claim));
+    }
+    for claim in &claims {
+        args.extend(committed::partitions_sent(claim, now_ms));
     }
     (keys, args)
 }

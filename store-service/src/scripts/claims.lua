@@ -3,12 +3,13 @@
 -- script and to the settle script.
 -- Compact: series S = "ankusa:{t}:committed:<ttl_ms>", partitions of
 -- P = ceil(ttl_ms / 2) ms; partition p (commits in [p*P, (p+1)*P)) is a
--- counter "S:p" and bucket hashes "S:p:b" (field: 14-byte digest, value:
--- 16-byte hook id, or its text, after "=" when 16 characters long), all
--- expiring at (p+1)*P + ttl_ms. Buckets grow by linear hashing with the
--- counter: ceil(count / COMMITTED_FILL) of
--- them, addressed by the digest's first 32 bits. Every bucket holds the
--- placeholder field "" from its creation, so it is never emptied, and a
+-- counter "S:p", its events "S:p:n" and bucket hashes "S:p:b" (field:
+-- 14-byte digest, value: 16-byte hook id, or its text, after "=" when 16
+-- characters long), all expiring at (p+1)*P + ttl_ms. The counter addresses
+-- the buckets: ceil(count / COMMITTED_FILL) of them, by the digest's first
+-- 32 bits; it starts at the previous partition's events and grows by linear
+-- hashing with the events past that (committed_part). Every bucket holds
+-- the placeholder field "" from its creation, so it is never emptied, and a
 -- bucket is never written without its partition's expiry.
 local COMMITTED_FILL = 40
 local DIGEST_LEN = 14
@@ -26,13 +27,11 @@ local function committed_buckets(count)
   return b
 end
 
--- The largest power of two <= n (n >= 1).
+-- The largest power of two <= n (n >= 1, a whole number below 2^53):
+-- frexp gives n = m * 2^e with 0.5 <= m < 1, exactly.
 local function committed_top(n)
-  local top = 1
-  while top * 2 <= n do
-    top = top * 2
-  end
-  return top
+  local _, e = math.frexp(n)
+  return 2 ^ (e - 1)
 end
 
 -- The bucket of hash h among `buckets`; `top` is committed_top(buckets),
@@ -46,10 +45,11 @@ local function committed_bucket(h, buckets, top)
   return a
 end
 
--- n is a whole number below 10^14 (a partition's or a bucket's index): Lua
--- writes it in full, and one concatenation costs less than a format.
+-- n is a whole number below 2^53 (a partition's or a bucket's index).
+-- '%d' writes it as an integer: concatenating the number would format it as
+-- a double ('%.14g'), which costs about twice as much.
 local function committed_name(base, n)
-  return base .. ':' .. n
+  return string.format('%s:%d', base, n)
 end
 
 local function hook_text(v)
@@ -72,10 +72,28 @@ local function committed_spans(names, series, ttl, now_ms)
   local p = math.floor(now_ms / part) + 1
   local first = #names + 1
   while (p + 1) * part + ttl >= now_ms do
-    names[#names + 1] = series .. ':' .. p
+    names[#names + 1] = committed_name(series, p)
     p = p - 1
   end
   return first, #names - first + 1
+end
+
+-- committed_spans from the names the store sent (committed.rs
+-- `partitions_sent`): args[at] is the partition p of the store's clock, then
+-- the counters of p + 1, p, p - 1 and p - 2, what committed_spans lists
+-- when Redis's clock is in p too and partition p - 3 has expired (all but
+-- the first ms of p). Otherwise (the two clocks a partition apart, or that
+-- first ms) the names are built here.
+local function committed_spans_sent(names, series, ttl, now_ms, args, at)
+  local part = math.ceil(ttl / 2)
+  local p = math.floor(now_ms / part)
+  if tonumber(args[at]) ~= p or (p - 2) * part + ttl >= now_ms then
+    return committed_spans(names, series, ttl, now_ms)
+  end
+  local first = #names + 1
+  names[first], names[first + 1], names[first + 2], names[first + 3] =
+    args[at + 1], args[at + 2], args[at + 3], args[at + 4]
+  return first, 4
 end
 
 -- The hook id an event is committed under in the compact layout, or nil,
@@ -86,7 +104,7 @@ local function committed_match(names, values, first, span, digest)
   for i = first, first + span - 1 do
     local count = tonumber(values[i])
     if count then
-      local v = redis.call('HGET', names[i] .. ':' .. committed_bucket(h, committed_buckets(count)), digest)
+      local v = redis.call('HGET', committed_name(names[i], committed_bucket(h, committed_buckets(count))), digest)
       if v then
         return hook_text(v)
       end
@@ -104,37 +122,48 @@ local function committed_find(series, ttl, digest, now_ms)
 end
 
 -- The partition a batch of commits at now_ms writes to, read once per batch
--- (a script runs alone, so its count is kept here and written back by
--- committed_flush): parts[series] = {base, expires, count, before, buckets,
--- top}, buckets and top those of count (kept with it, not recomputed per entry).
+-- (a script runs alone, so its counts are kept here and written back by
+-- committed_flush): parts[series] = {base, expires, count, entries, written,
+-- buckets, top}. `count` is what the counter "S:p" holds, the number its
+-- buckets are addressed by; `entries` ("S:p:n") the events written to it
+-- (a counter of the previous release has none: it counts its events). A
+-- partition's first commit sizes it for as many events as the partition
+-- before it holds (count starts there), so a steady flow of commits fills it
+-- without a split; past that it grows by linear hashing (count = entries).
+-- `buckets` and `top` are those of count, kept with it.
 local function committed_part(parts, series, ttl, now_ms)
   local part = parts[series]
   if not part then
     local len = math.ceil(ttl / 2)
     local p = math.floor(now_ms / len)
     local base = committed_name(series, p)
-    local count = tonumber(redis.call('GET', base)) or 0
+    local held = redis.call('MGET', base, base .. ':n')
+    local count = tonumber(held[1]) or 0
+    local entries = tonumber(held[2]) or count
+    if count == 0 then
+      local before = committed_name(series, p - 1)
+      local was = redis.call('MGET', before, before .. ':n')
+      count = tonumber(was[2]) or tonumber(was[1]) or 0
+    end
     local buckets = committed_buckets(count)
-    part = {base = base, expires = (p + 1) * len + ttl, count = count, before = count,
+    part = {base = base, expires = (p + 1) * len + ttl, count = count, entries = entries, written = entries,
       buckets = buckets, top = committed_top(buckets)}
     parts[series] = part
   end
   return part
 end
 
--- Commits an event in the compact layout, in the partition of now_ms.
+-- Commits an event in the compact layout, in the partition of now_ms. A
+-- bucket is created by its first write ("" and the entry, 2 new fields),
+-- which sets its expiry.
 local function committed_add(parts, series, ttl, digest, value, now_ms)
   local part = committed_part(parts, series, ttl, now_ms)
   local base, expires = part.base, part.expires
-  part.count = part.count + 1
-  local count = part.count
-  if count == 1 then
-    local first = base .. ':0'
-    redis.call('HSET', first, '', '', digest, value)
-    redis.call('PEXPIREAT', first, expires)
-    return
+  part.entries = part.entries + 1
+  if part.entries > part.count then
+    part.count = part.entries
   end
-  local after = committed_buckets(count)
+  local after = committed_buckets(part.count)
   if after > part.buckets then
     -- Linear hashing: bucket j takes from bucket j - top the entries it now addresses.
     local top = committed_top(after)
@@ -158,15 +187,20 @@ local function committed_add(parts, series, ttl, digest, value, now_ms)
     redis.call('HSET', to, unpack(moved))
     redis.call('PEXPIREAT', to, expires)
   end
-  redis.call('HSET', committed_name(base, committed_bucket(committed_hash(digest), after, part.top)), digest, value)
+  local bucket = committed_name(base, committed_bucket(committed_hash(digest), after, part.top))
+  if redis.call('HSET', bucket, '', '', digest, value) == 2 then
+    redis.call('PEXPIREAT', bucket, expires)
+  end
 end
 
 -- Writes back the counts of the partitions a batch committed to, each
 -- expiring with its buckets.
 local function committed_flush(parts)
   for _, part in pairs(parts) do
-    if part.count ~= part.before then
+    if part.entries ~= part.written then
       redis.call('SET', part.base, part.count, 'PXAT', part.expires)
+      redis.call('SET', part.base .. ':n', part.entries, 'PXAT', part.expires)
+      part.written = part.entries
     end
   end
 end

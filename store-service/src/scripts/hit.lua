@@ -5,7 +5,9 @@
 -- ARGV[1] = n; ARGV[3i-1], ARGV[3i], ARGV[3i+1] = units, rate, burst of
 -- bucket i; then, per claim key in order: hook_id, node, pending_ttl_ms; then,
 -- per claim key in order, its compact lookup's series, ttl_ms and digest
--- (claims.lua, prepended).
+-- (claims.lua, prepended); then, per claim key in order, the partitions its
+-- lookup reads as the store named them: its partition and four counters
+-- (committed.rs `partitions_sent`).
 -- A claim committed anywhere, in either layout, answers 'duplicate' with its
 -- hook id (the first such in KEYS order); otherwise one pending answers
 -- 'pending' with the longest time left; only when every claim is free are
@@ -31,7 +33,8 @@ for i = 1, #KEYS do
 end
 for c = 1, claims do
   local at = 3 * n + 3 * claims + 3 * c - 1
-  local first, span = committed_spans(names, ARGV[at], tonumber(ARGV[at + 1]), math.floor(now / 1000))
+  local first, span = committed_spans_sent(names, ARGV[at], tonumber(ARGV[at + 1]), math.floor(now / 1000), ARGV,
+    3 * n + 6 * claims + 5 * c - 3)
   spans[c] = {first, span}
 end
 local values = redis.call('MGET', unpack(names))
@@ -96,7 +99,7 @@ local function store_bucket(key, stamp, level, rate)
   if ttl_ms > MAX_BUCKET_TTL_MS then
     ttl_ms = MAX_BUCKET_TTL_MS
   end
-  redis.call('SET', key, string.format('%d:%d', stamp, level), 'PX', ttl_ms)
+  redis.call('SET', key, string.format('%d:%d', stamp, level), 'PX', string.format('%d', ttl_ms))
 end
 
 local stamps, levels, restamps = {}, {}, {}

@@ -6,6 +6,7 @@
 //! at both edges of its bound.
 
 use crate::common::{charge, claim, hit, promote, release, Db, Http, Service};
+use ankusa_core::wire::{HitAnswer, HitRequest};
 use ankusa_store::committed::{self, Layout};
 use ankusa_store::Config;
 use ankusa_testkit::redis::{Redis, RedisCluster};
@@ -13,6 +14,13 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 const UUID: &str = "01a22a58-b525-7a36-ac16-fe50dd6137bd";
+
+/// A store writing the compact layout, on a Redis of its own.
+async fn compact_store() -> (Db, Service) {
+    let db = Db::Single(Redis::start());
+    let service = start(&db, Layout::Compact).await;
+    (db, service)
+}
 
 async fn start(db: &Db, layout: Layout) -> Service {
     let mut config = Config::for_redis(&db.url());
@@ -29,7 +37,24 @@ struct Client<'a> {
     service: &'a Service,
 }
 
-impl Client<'_> {
+impl<'a> Client<'a> {
+    fn of(service: &'a Service) -> Client<'a> {
+        Client {
+            http: Http::new(),
+            service,
+        }
+    }
+
+    /// `hits` in one `/v1/hits` call: each one's answer, in order.
+    async fn hits(&self, hits: Vec<Value>) -> Vec<Value> {
+        let (status, answer) = self
+            .http
+            .post(&self.service.at("/v1/hits"), &json!({ "hits": hits }))
+            .await;
+        assert_eq!(status, 200, "{answer}");
+        answer["results"].as_array().expect("results").clone()
+    }
+
     async fn hit(&self, claim: &Value) -> Value {
         let body = hit(
             vec![charge("hooks", "t", 1, 1_000_000, 1_000_000)],
@@ -81,10 +106,7 @@ async fn layout_round_trip(db: Db) {
         }
     }
     let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let c = Client::of(&service);
     let events = 300;
     // Event i's claim under `hook`, and the id it is stored under: the
     // first a UUID (kept as 16 bytes), the others text.
@@ -111,12 +133,13 @@ async fn layout_round_trip(db: Db) {
     // A key never stored is free (and is now pending).
     let fresh = claim("t", "evt-new", "h-new", 3_600_000, 30_000);
     assert_eq!(c.hit(&fresh).await["result"], "ok");
-    // One partition: its counter and 300 / 40 → 8 buckets, each a listpack
-    // with an expiry no later than its partition's end plus the ttl.
+    // One partition: its counter, its events (":n") and 300 / 40 → 8
+    // buckets, each a listpack with an expiry no later than its partition's
+    // end plus the ttl.
     let buckets: Vec<String> = db
         .keys("ankusa:{t}:committed:*")
         .into_iter()
-        .filter(|k| k.matches(':').count() == 5)
+        .filter(|k| k.matches(':').count() == 5 && !k.ends_with(":n"))
         .collect();
     assert_eq!(buckets.len(), 8, "{buckets:?}");
     for bucket in &buckets {
@@ -180,10 +203,7 @@ async fn claims_the_old_layout_wrote_are_found_until_they_expire() {
         "60000",
     ]);
     let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let c = Client::of(&service);
     let probe = |key: &str| claim("t", key, "h-new", 3_600_000, 30_000);
     assert_eq!(
         duplicate_of(&c.hit(&probe("old-1")).await),
@@ -205,10 +225,7 @@ async fn claims_the_old_layout_wrote_are_found_until_they_expire() {
 async fn dual_writes_both_layouts_and_compact_only_the_compact_one() {
     let db = Db::Single(Redis::start());
     let dual = start(&db, Layout::Dual).await;
-    let c = Client {
-        http: Http::new(),
-        service: &dual,
-    };
+    let c = Client::of(&dual);
     let event = claim("t", "evt-dual", "h1", 600_000, 30_000);
     c.store(&event, UUID).await;
     assert_eq!(db.get(&old_key("t", "evt-dual")), format!("c:{UUID}"));
@@ -223,10 +240,7 @@ async fn dual_writes_both_layouts_and_compact_only_the_compact_one() {
     dual.stop().await;
 
     let compact = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &compact,
-    };
+    let c = Client::of(&compact);
     let event = claim("t", "evt-compact", "h3", 600_000, 30_000);
     c.store(&event, "hook-3").await;
     assert!(!db.exists(&old_key("t", "evt-compact")));
@@ -249,10 +263,7 @@ async fn dual_writes_both_layouts_and_compact_only_the_compact_one() {
 async fn a_claim_settled_twice_in_one_batch_keeps_what_the_first_settle_did() {
     let db = Db::Single(Redis::start());
     let dual = start(&db, Layout::Dual).await;
-    let c = Client {
-        http: Http::new(),
-        service: &dual,
-    };
+    let c = Client::of(&dual);
     let kept = claim("t", "evt-twice", "h1", 600_000, 30_000);
     let freed = claim("t", "evt-freed", "h2", 600_000, 30_000);
     for event in [&kept, &freed] {
@@ -297,12 +308,8 @@ async fn until(db: &Db, at_ms: u64) {
 async fn ttl_ms_holds_at_both_edges_of_its_bound() {
     const TTL: u64 = 4_000;
     let part = committed::partition_ms(TTL);
-    let db = Db::Single(Redis::start());
-    let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let (db, service) = compact_store().await;
+    let c = Client::of(&service);
     // Commit early in a partition, so the entry outlives c + ttl_ms by most of one.
     let now = now_ms(&db);
     until(&db, (now / part + 1) * part + 20).await;
@@ -351,12 +358,8 @@ async fn events_sharing_a_bucket_are_never_taken_for_each_other() {
         .map(|i| format!("k-{i}"))
         .find(|k| first(k)[..2] == base[..2])
         .expect("a key sharing 16 leading bits");
-    let db = Db::Single(Redis::start());
-    let service = start(&db, Layout::Compact).await;
-    let c = Client {
-        http: Http::new(),
-        service: &service,
-    };
+    let (_db, service) = compact_store().await;
+    let c = Client::of(&service);
     c.store(&claim("t", "k-0", "h0", 3_600_000, 30_000), "hook-0")
         .await;
     assert_eq!(
@@ -367,5 +370,189 @@ async fn events_sharing_a_bucket_are_never_taken_for_each_other() {
         duplicate_of(&c.hit(&claim("t", "k-0", "h2", 3_600_000, 30_000)).await),
         Some("hook-0")
     );
+    service.stop().await;
+}
+
+/// Commits `keys` (claimed, then promoted under `hook-<key>`) in one call of
+/// each: hits, then settles.
+async fn store_all(c: &Client<'_>, keys: &[String], ttl: u64) {
+    let claims: Vec<Value> = keys
+        .iter()
+        .map(|k| claim("t", k, &format!("h-{k}"), ttl, 30_000))
+        .collect();
+    c.hits(
+        claims
+            .iter()
+            .map(|cl| hit(Vec::new(), Some(cl.clone())))
+            .collect(),
+    )
+    .await;
+    let ops: Vec<Value> = claims
+        .iter()
+        .zip(keys)
+        .map(|(cl, k)| promote(cl, &format!("hook-{k}")))
+        .collect();
+    let (status, answer) = c
+        .http
+        .post(&c.service.at("/v1/settle"), &json!({ "ops": ops }))
+        .await;
+    assert_eq!(
+        (status, &answer["applied"]),
+        (200, &json!(keys.len())),
+        "{answer}"
+    );
+}
+
+/// Each of `keys` (as [`store_all`] stored them) answers `duplicate` with its hook id.
+async fn assert_stored(c: &Client<'_>, keys: impl Iterator<Item = &String>, ttl: u64) {
+    let keys: Vec<&String> = keys.collect();
+    let probes = keys
+        .iter()
+        .map(|k| hit(Vec::new(), Some(claim("t", k, "h-probe", ttl, 30_000))))
+        .collect();
+    for (k, r) in keys.iter().zip(c.hits(probes).await) {
+        assert_eq!(
+            duplicate_of(&r),
+            Some(format!("hook-{k}").as_str()),
+            "{k}: {r}"
+        );
+    }
+}
+
+/// `INFO commandstats` calls of `HGETALL`: one per bucket split.
+fn splits(db: &Db) -> u64 {
+    db.cli(&["INFO", "commandstats"])
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_hgetall:calls="))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A partition's first commit sizes it for as many events as the one before
+/// it holds: a steady flow fills it without a bucket split (each of which
+/// reads a bucket whole), in as many buckets, each expiring with the
+/// partition, and every event of both answers `duplicate`.
+#[tokio::test]
+async fn a_partition_is_sized_from_the_one_before_it() {
+    const TTL: u64 = 8_000;
+    const EVENTS: usize = 120;
+    let part = committed::partition_ms(TTL);
+    let (db, service) = compact_store().await;
+    let c = Client::of(&service);
+    let first = now_ms(&db) / part + 1;
+    until(&db, first * part + 20).await;
+    let before: Vec<String> = (0..EVENTS).map(|i| format!("before-{i}")).collect();
+    store_all(&c, &before, TTL).await;
+    until(&db, (first + 1) * part + 20).await;
+    let split_before = splits(&db);
+    let after: Vec<String> = (0..EVENTS).map(|i| format!("after-{i}")).collect();
+    store_all(&c, &after, TTL).await;
+    assert_eq!(
+        splits(&db),
+        split_before,
+        "the second partition split a bucket"
+    );
+    for p in [first, first + 1] {
+        let base = format!("ankusa:{{t}}:committed:{TTL}:{p}");
+        assert_eq!(db.get(&format!("{base}:n")), EVENTS.to_string(), "{base}");
+        assert_eq!(db.get(&base), EVENTS.to_string(), "{base}");
+        let buckets: Vec<String> = db
+            .keys(&format!("{base}:*"))
+            .into_iter()
+            .filter(|k| !k.ends_with(":n"))
+            .collect();
+        assert_eq!(
+            buckets.len(),
+            EVENTS.div_ceil(committed::BUCKET_FILL as usize),
+            "{buckets:?}"
+        );
+        let expires = ((p + 1) * part + TTL).to_string();
+        for key in buckets.iter().chain([&base, &format!("{base}:n")]) {
+            assert_eq!(db.cli(&["PEXPIRETIME", key]), expires, "{key}");
+        }
+    }
+    assert_stored(&c, before.iter().chain(&after), TTL).await;
+    service.stop().await;
+}
+
+/// The store names the partitions a hit's lookup reads on its own clock
+/// (`committed::partitions_sent`); Redis's clock decides which it reads: a
+/// store whose clock is partitions off, or unset, still finds a committed
+/// event, and still admits a new one.
+#[tokio::test]
+async fn a_committed_event_is_found_whatever_the_store_s_clock_reads() {
+    const TTL: u64 = 3_600_000;
+    let part = committed::partition_ms(TTL);
+    let (db, service) = compact_store().await;
+    let c = Client::of(&service);
+    c.store(&claim("t", "evt-clock", "h1", TTL, 30_000), "hook-clock")
+        .await;
+    let mut conn = redis::Client::open(db.url())
+        .expect("redis url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis");
+    let script = redis::Script::new(&ankusa_store::scripts::hit_source());
+    let now = now_ms(&db);
+    for store_ms in [now, now + 3 * part, now - 3 * part, 0] {
+        for (key, expected) in [("evt-clock", "duplicate"), ("evt-new", "ok")] {
+            let request: HitRequest = serde_json::from_value(hit(
+                Vec::new(),
+                Some(claim("t", key, &format!("h-{store_ms}"), TTL, 30_000)),
+            ))
+            .expect("a hit");
+            let (keys, args) = ankusa_store::routes::hit::keys_and_args_at(&request, store_ms);
+            let mut call = script.prepare_invoke();
+            for k in &keys {
+                call.key(k);
+            }
+            for a in &args {
+                call.arg(a);
+            }
+            let reply: Vec<redis::Value> = call.invoke_async(&mut conn).await.expect("hit");
+            let answer = ankusa_store::routes::hit::parse_reply(&reply)
+                .expect("an answer")
+                .answer;
+            match (expected, &answer) {
+                ("duplicate", HitAnswer::Duplicate { hook_id }) => {
+                    assert_eq!(hook_id, "hook-clock")
+                }
+                ("ok", HitAnswer::Ok) => {
+                    db.cli(&["DEL", &keys[keys.len() - 1]]);
+                }
+                _ => panic!("store clock {store_ms}, {key}: {answer:?}"),
+            }
+        }
+    }
+    service.stop().await;
+}
+
+/// A partition the previous release wrote (its count is its events, with no
+/// ":n") is read and written on: its events answer `duplicate`, and commits
+/// added to it count from its count and grow it as before.
+#[tokio::test]
+async fn a_partition_of_the_previous_release_is_read_and_grown() {
+    const TTL: u64 = 3_600_000;
+    let (db, service) = compact_store().await;
+    let c = Client::of(&service);
+    // The first partition of a series is addressed as the previous release
+    // addressed it (no partition before it); without ":n" it is one of its.
+    let first: Vec<String> = (0..41).map(|i| format!("prev-{i}")).collect();
+    store_all(&c, &first, TTL).await;
+    let events = db.keys(&format!("ankusa:{{t}}:committed:{TTL}:*:n"));
+    assert_eq!(events.len(), 1, "{events:?}");
+    let base = events[0].trim_end_matches(":n").to_string();
+    db.cli(&["DEL", &events[0]]);
+    let more: Vec<String> = (0..40).map(|i| format!("more-{i}")).collect();
+    store_all(&c, &more, TTL).await;
+    assert_eq!(db.get(&format!("{base}:n")), "81");
+    assert_eq!(db.get(&base), "81");
+    let buckets = db
+        .keys(&format!("{base}:*"))
+        .into_iter()
+        .filter(|k| !k.ends_with(":n"))
+        .count();
+    assert_eq!(buckets, 3);
+    assert_stored(&c, first.iter().chain(&more), TTL).await;
     service.stop().await;
 }
