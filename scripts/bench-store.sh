@@ -17,7 +17,9 @@
 #       # Redis memory per committed claim: the old layout (a string per
 #       # event, as 0.2.0 commits it) against the compact one (written by the
 #       # store's settle script), in the same run on a Redis of its own
-#       # (`store-bench claims-memory`); TENANTS spreads the events
+#       # (`store-bench claims-memory`); TENANTS spreads the events.
+#       # CLUSTER=1 (one tenant): on a Cluster of three masters of its own
+#       # instead, the figures those of the master serving the tenant's slot
 #   MODE=cpu HOOKS=200000 DEPTH=32 scripts/bench-store.sh
 #       # Redis CPU and commands per fleet hook (hit, then promote): the
 #       # previous release's scripts (OLD_REV, default the commit of
@@ -46,15 +48,44 @@ TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 cargo build --release -p ankusa-store --bins >&2
 if [ "${MODE:-}" = memory ] || [ "${MODE:-}" = cpu ]; then
-  PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   DIR=$(mktemp -d)
-  # Redis's own default listpack limit (a packaged build may raise it): the
-  # layout must hold without a raised one.
-  redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
-    --hash-max-listpack-entries 128 --hash-max-listpack-value 64 >"$DIR/redis.log" 2>&1 &
-  MEM_REDIS=$!
-  trap 'kill "$MEM_REDIS" 2>/dev/null; wait "$MEM_REDIS" 2>/dev/null; rm -rf "$DIR"' EXIT
-  for _ in $(seq 1 100); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && break; sleep 0.05; done
+  MEM_REDIS=()
+  trap 'kill "${MEM_REDIS[@]}" 2>/dev/null; wait "${MEM_REDIS[@]}" 2>/dev/null; rm -rf "$DIR"' EXIT
+  # One Redis (or, with CLUSTER=1, three Cluster masters), each with Redis's
+  # own default listpack limit (a packaged build may raise it): the layout
+  # must hold without a raised one.
+  PORTS=()
+  for i in $(seq 1 "$([ "${CLUSTER:-0}" = 1 ] && echo 3 || echo 1)"); do
+    # A Cluster node also listens on its port + 10000 (the cluster bus):
+    # both free, and the bus under 65536.
+    port=$(python3 -c '
+import socket
+while True:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+    if p + 10000 < 65536:
+        try:
+            socket.socket().bind(("127.0.0.1", p + 10000)); print(p); break
+        except OSError:
+            pass')
+    mkdir -p "$DIR/$i"
+    cluster=()
+    [ "${CLUSTER:-0}" = 1 ] && cluster=(--cluster-enabled yes --cluster-config-file "$DIR/$i/nodes.conf")
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR/$i" "${cluster[@]}" \
+      --hash-max-listpack-entries 128 --hash-max-listpack-value 64 >"$DIR/$i/redis.log" 2>&1 &
+    MEM_REDIS+=($!)
+    PORTS+=("$port")
+    for _ in $(seq 1 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.05; done
+  done
+  PORT=${PORTS[0]}
+  if [ "${CLUSTER:-0}" = 1 ]; then
+    [ "$MODE" = memory ] || { echo "bench-store.sh: CLUSTER=1 is for MODE=memory, not MODE=$MODE" >&2; exit 2; }
+    [ "${TENANTS:-1}" = 1 ] || { echo "bench-store.sh: CLUSTER=1 measures one tenant's master: TENANTS=1, not TENANTS=$TENANTS" >&2; exit 2; }
+    redis-cli --cluster create "${PORTS[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >/dev/null
+    for _ in $(seq 1 100); do redis-cli -p "$PORT" CLUSTER INFO | grep -q cluster_state:ok && break; sleep 0.1; done
+    # The tenants' keys all carry {tenant0}… tags; the first master serves
+    # slots 0–5460, where {tenant0} (4616) falls.
+    echo "Cluster of 3 masters; {tenant0} in slot $(redis-cli -p "$PORT" CLUSTER KEYSLOT '{tenant0}'), served by the master measured: $(redis-cli -p "$PORT" CLUSTER NODES | grep myself | awk '{print $NF}')"
+  fi
   echo "Redis $(redis-server --version | awk '{print $3}'), hash-max-listpack-entries $(redis-cli -p "$PORT" CONFIG GET hash-max-listpack-entries | tail -1)"
   if [ "$MODE" = cpu ]; then
     OLD_REV=${OLD_REV:-$(grep -m 1 -E '^## v0\.2\.0' CHANGELOG.md | grep -oE 'commit [0-9a-f]+' | cut -d' ' -f2)}
