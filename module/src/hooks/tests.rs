@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::abi::fake::{self, Fake};
+use crate::init::envoy_dynamic_module_on_program_init;
 use std::ffi::CStr;
 
 const NODE: &str = r#"{"node":"edge-1",

@@ -149,6 +149,12 @@ pub fn variants() -> Vec<Variant> {
         ..v(key, name, module, config.clone(), false, false)
     };
     let native_noop = native('M', "native no-op module", Module::Noop, &Value::Null);
+    let native_calls = native(
+        'K',
+        "native host-call floor",
+        Module::NodeCalls,
+        &Value::Null,
+    );
     let native_callout = native(
         'G',
         "native one-callout floor",
@@ -251,6 +257,7 @@ pub fn variants() -> Vec<Variant> {
         native_node,
         native_verified,
         native_noop,
+        native_calls,
         native_callout,
         native_fleet,
         native_direct,
@@ -305,6 +312,10 @@ pub fn spawn(
         }
         Module::Noop if variant.native => {
             spec.filter_config = Value::String(String::new());
+            Ok(Edge::spawn_with(spec, native_floor))
+        }
+        Module::NodeCalls if variant.native => {
+            spec.filter_config = Value::String(floors::NODE_CALLS.to_string());
             Ok(Edge::spawn_with(spec, native_floor))
         }
         Module::Callout if variant.native => {
@@ -428,7 +439,7 @@ mod tests {
     fn the_native_floors_and_fleet_variant_are_the_wasm_ones_run_natively() {
         let v = variants();
         let get = |k: char| v.iter().find(|x| x.key == k).unwrap();
-        for (native, wasm) in [('M', 'n'), ('G', 'f'), ('F', 'c')] {
+        for (native, wasm) in [('M', 'n'), ('K', 'k'), ('G', 'f'), ('F', 'c')] {
             assert!(get(native).native && !get(wasm).native);
             assert_eq!(get(native).module, get(wasm).module);
             assert_eq!(get(native).config, get(wasm).config);
@@ -533,7 +544,7 @@ mod tests {
         }
         assert_eq!(open, fleet);
         let keys: String = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, "alnkfhbdcopBCNDMGFH");
+        assert_eq!(keys, "alnkfhbdcopBCNDMKGFH");
         let peer = get('p');
         assert!(peer.module == Module::Peer && !peer.needs_store() && !peer.hits_store());
     }
