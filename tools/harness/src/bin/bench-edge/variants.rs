@@ -312,15 +312,15 @@ pub fn spawn(
         }
         Module::Noop if variant.native => {
             spec.filter_config = Value::String(String::new());
-            Ok(Edge::spawn_with(spec, native_floor))
+            Ok(Edge::spawn_with(spec, floors::native_floor))
         }
         Module::NodeCalls if variant.native => {
             spec.filter_config = Value::String(floors::NODE_CALLS.to_string());
-            Ok(Edge::spawn_with(spec, native_floor))
+            Ok(Edge::spawn_with(spec, floors::native_floor))
         }
         Module::Callout if variant.native => {
             spec.filter_config = Value::String(CALLOUT_TARGET.to_string());
-            Ok(Edge::spawn_with(spec, native_floor))
+            Ok(Edge::spawn_with(spec, floors::native_floor))
         }
         Module::Noop => floors::spawn(spec, floors::NOOP),
         Module::NodeCalls => {
@@ -336,15 +336,6 @@ pub fn spawn(
             floors::spawn(spec, floors::CALLOUT)
         }
     }
-}
-
-/// The native floors' build (`--profile release-floor --features floor`), as
-/// scripts/bench-edge.sh copies it beside the module: Envoy loads it by name.
-pub const NATIVE_FLOOR: &str = "ankusa_floor";
-
-/// The native shell's bootstrap loading the floors' build instead of the module.
-fn native_floor(bootstrap: String) -> String {
-    bootstrap.replace("name: ankusa_module", &format!("name: {NATIVE_FLOOR}"))
 }
 
 const ROUTER: &str = "- name: envoy.filters.http.router";
@@ -450,7 +441,7 @@ mod tests {
         assert_eq!(get('H').config, get('F').config);
         assert!(get('H').hits_store());
         assert_eq!(
-            native_floor("name: ankusa_module\n".into()),
+            floors::native_floor("name: ankusa_module\n".into()),
             "name: ankusa_floor\n"
         );
     }
