@@ -77,14 +77,14 @@ pub fn native_floor_lines(
     let mut lines = Vec::new();
     if let Some((r, lo, hi)) = hook {
         lines.push(format!(
-            "  native floor (N)/(K) {:<34} {r:>5.3}  [{lo:.2}–{hi:.2}]",
+            "  native floor (N)/(K) {:<36} {r:>5.3}  [{lo:.2}–{hi:.2}]",
             "native node / native host-call floor"
         ));
     }
     if let Some((r, lo, hi)) = calls {
         let left = NATIVE_NODE_GOAL / r;
         lines.push(format!(
-            "  native floor (K)/(M) {:<34} {r:>5.3}  [{lo:.2}–{hi:.2}]  (N)/(M) ≤ {NATIVE_NODE_GOAL:.2} leaves (N)/(K) ≤ {left:.3}",
+            "  native floor (K)/(M) {:<36} {r:>5.3}  [{lo:.2}–{hi:.2}]  (N)/(M) ≤ {NATIVE_NODE_GOAL:.2} leaves (N)/(K) ≤ {left:.3}",
             "native host-call floor / no-op"
         ));
     }
