@@ -52,6 +52,12 @@
 #       # the module's crate), (F) fleet scopes through the native module;
 #       # printed with the native goals: (F)/(p) ≤ 1.0 at 1 client and ≤ 0.8
 #       # at 4 and 32, total CPU (F)/(p) ≤ 0.8 at 32, (N)/(M) ≤ 1.10
+#   MODE=concurrent PER_ENVOY=1,4,32 ONLY=nMNK ROUNDS=3 scripts/bench-edge.sh
+#       # and (K), the native host-call floor: the native no-op making every
+#       # host call a node hook of the module makes, with fixed values
+#       # (module/src/floor/node_calls.rs); printed (N)/(K) and (K)/(M) with
+#       # what the native node goal (N)/(M) <= 1.10 leaves over the floor
+#       # (lines starting "native floor"). Only run when ONLY names it
 #   MODE=concurrent PER_ENVOY=1,4,32 ONLY=GFcH ROUNDS=2 scripts/bench-edge.sh
 #       # and (H): (F)'s configuration with its store calls on the module's
 #       # own keep-alive connection (fleet.connection "direct"), answered
@@ -90,8 +96,8 @@ cargo build --release -p ankusa-store --bins >&2
 cargo build --release -p ankusa-tools --bin intake --bin bench-edge >&2
 cargo build --release --target wasm32-wasip1 \
   -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout >&2
-case "$ONLY" in *[NDFMGH]*) cargo build --profile release-native -p ankusa-module >&2 ;; esac
-case "$ONLY" in *[MG]*)
+case "$ONLY" in *[NDFMKGH]*) cargo build --profile release-native -p ankusa-module >&2 ;; esac
+case "$ONLY" in *[MKG]*)
   # The native floors: a separate build of the module's crate, copied beside
   # the module under a name of its own (Envoy loads modules by name).
   cargo build --profile release-floor -p ankusa-module --features floor >&2

@@ -39,6 +39,9 @@ cargo build -p ankusa-filter -p ankusa-bench-noop -p ankusa-bench-callout --targ
 # refuses to load.
 cargo build -p ankusa-module --profile release-native
 cargo build -p ankusa-module --release
+# The benchmark's native floors, beside the module under a name of their own (tests/e2e/bench_floors.rs).
+cargo build -p ankusa-module --profile release-floor --features floor
+cp "${CARGO_TARGET_DIR:-target}/release-floor/libankusa_module.so" "${CARGO_TARGET_DIR:-target}/release-native/libankusa_floor.so"
 
 step "core tests, native"
 cargo test -p ankusa-core

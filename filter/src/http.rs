@@ -73,7 +73,7 @@ impl<H: Host> HttpContext for HookContext<H> {
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        action(self.0.on_request_body(body_size, end_of_stream))
+        action(self.0.on_request_body(|| body_size, end_of_stream))
     }
 
     /// The trailers end the body (its last chunk came without

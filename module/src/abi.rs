@@ -238,6 +238,36 @@ pub fn log(level: u32, message: &str) {
     unsafe { sys::envoy_dynamic_module_callback_log(level, Buffer::of(message.as_bytes())) }
 }
 
+/// What a `…_new` hook hands Envoy: `value` boxed, or null for None.
+pub fn into_ptr<T>(value: Option<T>) -> *const c_void {
+    value.map_or(std::ptr::null(), |v| {
+        Box::into_raw(Box::new(v)) as *const c_void
+    })
+}
+
+/// Drops what [`into_ptr`] made of a `T` (null: nothing).
+///
+/// # Safety
+/// `ptr` is null or came from `into_ptr::<T>` and is not dropped yet.
+pub unsafe fn drop_ptr<T>(ptr: *const c_void) {
+    if !ptr.is_null() {
+        drop(Box::from_raw(ptr as *mut T));
+    }
+}
+
+/// The filter configuration's bytes that a `config_new` hook was handed,
+/// made into the module's configuration by `make` (None: refused, null).
+///
+/// # Safety
+/// `config` is the buffer Envoy lent the `config_new` hook, called from it.
+pub unsafe fn new_config<T>(
+    config_envoy: *mut c_void,
+    config: Buffer,
+    make: impl FnOnce(EnvoyConfig, &[u8]) -> Option<T>,
+) -> *const c_void {
+    into_ptr(make(EnvoyConfig(config_envoy), config.bytes()))
+}
+
 /// One HTTP stream's filter on Envoy's side (`filter_envoy_ptr`), valid for
 /// the hook it was handed to. A [`crate::filter::Filter`] keeps the latest one: Envoy hands
 /// the same pointer to every hook of the stream, and the module calls back
@@ -246,28 +276,34 @@ pub fn log(level: u32, message: &str) {
 pub struct Envoy(pub(crate) *mut c_void);
 
 impl Envoy {
-    /// Every header of `kind` as (name, value bytes).
-    pub fn headers(self, kind: u32) -> Vec<(String, Vec<u8>)> {
-        // SAFETY: `out` has room for the count Envoy reported; the buffers
-        // are read before any setter runs.
+    /// Every header of `kind` as Envoy holds it: two calls (the count, then
+    /// the headers), the buffers lent for the current hook and not copied.
+    pub fn header_buffers(self, kind: u32) -> Vec<Header> {
+        let empty = Header {
+            key: Buffer::EMPTY,
+            value: Buffer::EMPTY,
+        };
+        // SAFETY: `filled` gives Envoy room for the count it reported.
         unsafe {
-            let out = filled(
-                Header {
-                    key: Buffer::EMPTY,
-                    value: Buffer::EMPTY,
-                },
+            filled(
+                empty,
                 || sys::envoy_dynamic_module_callback_http_get_headers_size(self.0, kind),
                 |out| sys::envoy_dynamic_module_callback_http_get_headers(self.0, kind, out),
-            );
-            out.iter()
-                .map(|h| {
-                    (
-                        String::from_utf8_lossy(h.key.bytes()).into_owned(),
-                        h.value.bytes().to_vec(),
-                    )
-                })
-                .collect()
+            )
         }
+    }
+
+    /// Every header of `kind` as (name, value bytes).
+    pub fn headers(self, kind: u32) -> Vec<(String, Vec<u8>)> {
+        self.header_buffers(kind)
+            .iter()
+            .map(|h| {
+                // SAFETY: Envoy lent the buffers for the current hook, and
+                // they are copied before any setter runs.
+                let (key, value) = unsafe { (h.key.bytes(), h.value.bytes()) };
+                (String::from_utf8_lossy(key).into_owned(), value.to_vec())
+            })
+            .collect()
     }
 
     /// Sets header `name` of `kind` (every copy replaced); None removes it.
@@ -399,7 +435,8 @@ impl Envoy {
     /// still lives. The module deletes it ([`Scheduler::delete`]).
     pub fn scheduler(self) -> Scheduler {
         // SAFETY: a plain call on the live filter.
-        Scheduler(unsafe { sys::envoy_dynamic_module_callback_http_filter_scheduler_new(self.0) })
+        let ptr = unsafe { sys::envoy_dynamic_module_callback_http_filter_scheduler_new(self.0) };
+        Scheduler { ptr, config: false }
     }
 
     /// Writes the stream's filter state `key` (bytes, printed by `%FILTER_STATE(key:PLAIN)%`).
@@ -508,25 +545,43 @@ impl Answer {
 /// A scheduler Envoy made for the module (a stream's, or a configuration's
 /// on the main thread); the module deletes it once.
 #[derive(Debug)]
-pub struct Scheduler(*mut c_void);
+pub struct Scheduler {
+    ptr: *mut c_void,
+    /// A configuration's (`…_config_scheduler_*`), not a stream's.
+    config: bool,
+}
 
 impl Scheduler {
     /// Runs the scheduler's hook with `event` one event-loop turn later
     /// (Envoy posts it to the dispatcher, which any thread may do).
     pub fn commit(&self, event: u64) {
-        if self.0.is_null() {
+        if self.ptr.is_null() {
             return;
         }
         // SAFETY: a scheduler Envoy made and the module has not deleted.
-        unsafe { sys::envoy_dynamic_module_callback_http_filter_scheduler_commit(self.0, event) }
+        unsafe {
+            if self.config {
+                sys::envoy_dynamic_module_callback_http_filter_config_scheduler_commit(
+                    self.ptr, event,
+                )
+            } else {
+                sys::envoy_dynamic_module_callback_http_filter_scheduler_commit(self.ptr, event)
+            }
+        }
     }
 
     pub fn delete(self) {
-        if self.0.is_null() {
+        if self.ptr.is_null() {
             return;
         }
         // SAFETY: deleted once: `self` is consumed.
-        unsafe { sys::envoy_dynamic_module_callback_http_filter_scheduler_delete(self.0) }
+        unsafe {
+            if self.config {
+                sys::envoy_dynamic_module_callback_http_filter_config_scheduler_delete(self.ptr)
+            } else {
+                sys::envoy_dynamic_module_callback_http_filter_scheduler_delete(self.ptr)
+            }
+        }
     }
 }
 
@@ -556,14 +611,18 @@ impl SharedScheduler {
 
 impl Drop for SharedScheduler {
     fn drop(&mut self) {
-        std::mem::replace(&mut self.0, Scheduler(std::ptr::null_mut())).delete();
+        let null = Scheduler {
+            ptr: std::ptr::null_mut(),
+            config: false,
+        };
+        std::mem::replace(&mut self.0, null).delete();
     }
 }
 
 /// A configuration's scheduler: its events run on Envoy's main thread
 /// (`on_http_filter_config_scheduled`), committed from any thread.
 #[derive(Debug)]
-pub struct ConfigScheduler(*mut c_void);
+pub struct ConfigScheduler(Scheduler);
 
 // SAFETY: committing posts to Envoy's main dispatcher, which is thread-safe;
 // the module deletes it once, after the last commit (see `crate::node`).
@@ -571,21 +630,11 @@ unsafe impl Send for ConfigScheduler {}
 
 impl ConfigScheduler {
     pub fn commit(&self, event: u64) {
-        if self.0.is_null() {
-            return;
-        }
-        // SAFETY: a scheduler Envoy made and the module has not deleted.
-        unsafe {
-            sys::envoy_dynamic_module_callback_http_filter_config_scheduler_commit(self.0, event)
-        }
+        self.0.commit(event);
     }
 
     pub fn delete(self) {
-        if self.0.is_null() {
-            return;
-        }
-        // SAFETY: deleted once: `self` is consumed.
-        unsafe { sys::envoy_dynamic_module_callback_http_filter_config_scheduler_delete(self.0) }
+        self.0.delete();
     }
 }
 
@@ -657,9 +706,9 @@ impl EnvoyConfig {
     /// A scheduler whose events run on Envoy's main thread.
     pub fn scheduler(self) -> ConfigScheduler {
         // SAFETY: a plain call on the live configuration.
-        ConfigScheduler(unsafe {
-            sys::envoy_dynamic_module_callback_http_filter_config_scheduler_new(self.0)
-        })
+        let ptr =
+            unsafe { sys::envoy_dynamic_module_callback_http_filter_config_scheduler_new(self.0) };
+        ConfigScheduler(Scheduler { ptr, config: true })
     }
 
     /// Adds to a counter, sets a gauge or records a histogram value.

@@ -176,8 +176,8 @@ impl Filter {
     pub fn request_body(&mut self, envoy: Envoy, end_of_stream: bool) -> Flow {
         match self.enter(envoy, true) {
             Some(stream) => {
-                let size = stream.host().map_or(0, |h| h.body_len());
-                stream.on_request_body(size, end_of_stream)
+                let host = stream.host().map(Rc::clone);
+                stream.on_request_body(move || host.map_or(0, |h| h.body_len()), end_of_stream)
             }
             None => Flow::Pause,
         }

@@ -9,23 +9,39 @@
 //! - the one-callout floor (the configuration `cluster path`, e.g.
 //!   `ankusa_store /healthz`): one GET callout per request, the request held
 //!   until its answer and then let through whatever it says, counted in
-//!   `bench_callout_calls_total` and `bench_callout_answers_total`.
+//!   `bench_callout_calls_total` and `bench_callout_answers_total`;
+//! - the host-call floor (the configuration `node host calls`): the no-op
+//!   making every host call a node hook of the module makes, with fixed
+//!   values and nothing decided ([`node_calls`]).
 //!
 //! The wasm floors (`bench/noop-filter`, `bench/callout-floor`) count under
 //! the same names. Every hook here is too simple to panic.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use crate::abi::{Buffer, Call, Envoy, EnvoyConfig, Header, StatId, ABI_VERSION};
+use crate::abi::{self, Buffer, Call, Envoy, EnvoyConfig, Header, StatId};
 use std::ffi::c_void;
+
+mod node_calls;
+#[cfg(test)]
+mod tests;
 
 /// Continue; StopIteration (headers, trailers) and StopIterationAndBuffer (body) are both 1.
 const CONTINUE: u32 = 0;
 const STOP: u32 = 1;
 
+/// What a floor does per request, beside counting.
+#[derive(Debug, PartialEq, Eq)]
+enum Mode {
+    Noop,
+    /// The host-call floor ([`node_calls`]).
+    NodeCalls,
+    /// One callout to (cluster, path).
+    Callout(String, String),
+}
+
 struct Floor {
     envoy: EnvoyConfig,
-    /// Where the callout goes (None: the no-op).
-    callout: Option<(String, String)>,
+    mode: Mode,
     requests: Option<StatId>,
     calls: Option<StatId>,
     answers: Option<StatId>,
@@ -39,21 +55,19 @@ impl Floor {
     }
 }
 
-/// `cluster path` from the configuration (a JSON string or plain text);
-/// None for anything else: the no-op.
-fn target(config: &[u8]) -> Option<(String, String)> {
+/// The floor a configuration (a JSON string or plain text) selects:
+/// [`node_calls::MODE`], `cluster path`, or anything else the no-op.
+fn mode(config: &[u8]) -> Mode {
     let text = String::from_utf8_lossy(config);
     let text = text.trim().trim_matches('"');
+    if text == node_calls::MODE {
+        return Mode::NodeCalls;
+    }
     let mut words = text.split_whitespace();
     match (words.next(), words.next(), words.next()) {
-        (Some(cluster), Some(path), None) => Some((cluster.to_string(), path.to_string())),
-        _ => None,
+        (Some(cluster), Some(path), None) => Mode::Callout(cluster.to_string(), path.to_string()),
+        _ => Mode::Noop,
     }
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_program_init() -> *const u8 {
-    ABI_VERSION.as_ptr()
 }
 
 #[no_mangle]
@@ -62,25 +76,24 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
     _name: Buffer,
     config: Buffer,
 ) -> *const c_void {
-    let envoy = EnvoyConfig(config_envoy);
-    // SAFETY: Envoy lends the config bytes for this call.
-    let callout = target(unsafe { config.bytes() });
-    let floor = Floor {
-        envoy,
-        requests: envoy.define(0, "bench_noop_requests_total"),
-        calls: envoy.define(0, "bench_callout_calls_total"),
-        answers: envoy.define(0, "bench_callout_answers_total"),
-        callout,
-    };
-    Box::into_raw(Box::new(floor)) as *const c_void
+    // SAFETY: called from config_new with the buffer Envoy lent it.
+    unsafe {
+        abi::new_config(config_envoy, config, |envoy, bytes| {
+            Some(Floor {
+                envoy,
+                mode: mode(bytes),
+                requests: envoy.define(0, "bench_noop_requests_total"),
+                calls: envoy.define(0, "bench_callout_calls_total"),
+                answers: envoy.define(0, "bench_callout_answers_total"),
+            })
+        })
+    }
 }
 
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_config_destroy(config: *const c_void) {
-    if !config.is_null() {
-        // SAFETY: config_new's Box, destroyed once.
-        drop(unsafe { Box::from_raw(config as *mut Floor) });
-    }
+    // SAFETY: config_new's pointer, destroyed once.
+    unsafe { abi::drop_ptr::<Floor>(config) }
 }
 
 /// One stream: its floor, and whether its callout is still unanswered
@@ -95,19 +108,16 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_new(
     config: *const c_void,
     _envoy: *mut c_void,
 ) -> *const c_void {
-    let stream = Stream {
+    abi::into_ptr(Some(Stream {
         floor: config as *const Floor,
         waiting: false,
-    };
-    Box::into_raw(Box::new(stream)) as *const c_void
+    }))
 }
 
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_destroy(module: *const c_void) {
-    if !module.is_null() {
-        // SAFETY: filter_new's Box, destroyed once.
-        drop(unsafe { Box::from_raw(module as *mut Stream) });
-    }
+    // SAFETY: filter_new's pointer, destroyed once.
+    unsafe { abi::drop_ptr::<Stream>(module) }
 }
 
 /// The stream behind `module`.
@@ -146,9 +156,17 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
     let Some(floor) = (unsafe { floor(module) }) else {
         return CONTINUE;
     };
-    let Some((cluster, path)) = &floor.callout else {
-        floor.count(floor.requests);
-        return CONTINUE;
+    let (cluster, path) = match &floor.mode {
+        Mode::Callout(cluster, path) => (cluster, path),
+        Mode::NodeCalls => {
+            node_calls::on_request(Envoy(envoy));
+            floor.count(floor.requests);
+            return CONTINUE;
+        }
+        Mode::Noop => {
+            floor.count(floor.requests);
+            return CONTINUE;
+        }
     };
     let call = Call {
         cluster,
@@ -216,6 +234,20 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_per_route_config_new(
     std::ptr::null()
 }
 
+/// The host-call floor's RateLimit headers; the others' response goes on untouched.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
+    envoy: *mut c_void,
+    module: *const c_void,
+    _end_of_stream: bool,
+) -> u32 {
+    // SAFETY: the stream's filter pointer.
+    if unsafe { floor(module) }.is_some_and(|f| f.mode == Mode::NodeCalls) {
+        node_calls::on_response(Envoy(envoy));
+    }
+    CONTINUE
+}
+
 /// Exports hooks that return `$ret`, each with its C signature's parameter types.
 macro_rules! trivial_hooks {
     ($($name:ident($($ty:ty),*) -> $ret:ty = $value:expr;)*) => {
@@ -228,7 +260,6 @@ macro_rules! trivial_hooks {
 
 trivial_hooks! {
     envoy_dynamic_module_on_http_filter_per_route_config_destroy(*const c_void) -> () = ();
-    envoy_dynamic_module_on_http_filter_response_headers(*mut c_void, *const c_void, bool) -> u32 = CONTINUE;
     envoy_dynamic_module_on_http_filter_response_body(*mut c_void, *const c_void, bool) -> u32 = CONTINUE;
     envoy_dynamic_module_on_http_filter_response_trailers(*mut c_void, *const c_void) -> u32 = CONTINUE;
     envoy_dynamic_module_on_http_filter_stream_complete(*mut c_void, *const c_void) -> () = ();

@@ -12,7 +12,7 @@
 // calls them, never Rust code (bar the unit tests), so they can't be `unsafe fn`.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use crate::abi::{self, Answer, Buffer, Envoy, EnvoyConfig, Header, ABI_VERSION, LOG_ERROR};
+use crate::abi::{self, Answer, Buffer, Envoy, Header, LOG_ERROR};
 use crate::filter::{Filter, ModuleConfig};
 use ankusa_core::hook::machine::Flow;
 use std::ffi::c_void;
@@ -64,22 +64,6 @@ fn fail_closed(envoy: Envoy, module: *const c_void) {
     filter.fail_closed(envoy);
 }
 
-/// The module's ABI version, for Envoy's check at load. A build whose panics
-/// abort (the workspace's `release` profile, not `release-native`) could
-/// not fail a hook closed: it refuses to load instead (null), saying why.
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_program_init() -> *const u8 {
-    if cfg!(panic = "abort") {
-        abi::log(
-            LOG_ERROR,
-            "ankusa: this libankusa_module.so was built with panic = \"abort\"; build it with \
-             `cargo build -p ankusa-module --profile release-native`",
-        );
-        return std::ptr::null();
-    }
-    ABI_VERSION.as_ptr()
-}
-
 /// The filter's configuration: parsed by the core's own parser; a bad one
 /// is refused (null), the field named in Envoy's log.
 #[no_mangle]
@@ -89,32 +73,29 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
     config: Buffer,
 ) -> *const c_void {
     guarded("config_new", std::ptr::null, || {
-        // SAFETY: Envoy lends the config bytes for this call.
-        let bytes = unsafe { config.bytes() };
-        match ModuleConfig::new(bytes, EnvoyConfig(config_envoy)) {
-            Ok(config) => Box::into_raw(Box::new(config)) as *const c_void,
-            Err(message) => {
-                abi::log(
-                    LOG_ERROR,
-                    &format!("ankusa: configuration refused: {message}"),
-                );
-                std::ptr::null()
-            }
+        // SAFETY: called from config_new with the buffer Envoy lent it.
+        unsafe {
+            abi::new_config(config_envoy, config, |envoy, bytes| {
+                ModuleConfig::new(bytes, envoy)
+                    .map_err(|message| {
+                        abi::log(
+                            LOG_ERROR,
+                            &format!("ankusa: configuration refused: {message}"),
+                        )
+                    })
+                    .ok()
+            })
         }
     })
 }
 
-/// Drops what a `new` hook made with `Box::into_raw` (Envoy destroys each once).
+/// Drops what a `new` hook made with [`abi::into_ptr`] (Envoy destroys each once).
 fn destroy<T>(hook: &str, ptr: *const c_void) {
     guarded(
         hook,
         || (),
-        || {
-            if !ptr.is_null() {
-                // SAFETY: made by the matching `new` hook's Box::into_raw, destroyed once.
-                drop(unsafe { Box::from_raw(ptr as *mut T) });
-            }
-        },
+        // SAFETY: made by the matching `new` hook's `into_ptr`, destroyed once.
+        || unsafe { abi::drop_ptr::<T>(ptr) },
     )
 }
 
@@ -153,7 +134,7 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_new(
         }
         // SAFETY: config_new's pointer, alive while Envoy makes filters from it.
         let config = unsafe { &*(config as *const ModuleConfig) };
-        Box::into_raw(Box::new(Filter::new(config))) as *const c_void
+        abi::into_ptr(Some(Filter::new(config)))
     })
 }
 

@@ -6,6 +6,7 @@
 //!   safe handles.
 //! - [`hooks`]: the event hooks exported to Envoy, each catching a panic and
 //!   failing closed. With [`abi`], the ABI layer: the only files with `unsafe`.
+//! - [`init`]: the load-time hook (the ABI version), exported by both builds.
 //! - [`filter`]: the configuration (the core's parser) and one stream's
 //!   filter: Envoy's hooks onto the core's stream.
 //! - [`host`]: the core's host over the ABI, local replies, and a worker's runtime.
@@ -14,7 +15,7 @@
 //! - [`direct`]: store calls on connections the module owns
 //!   (`fleet.connection: "direct"`), answered through the stream's scheduler.
 //! - `floor` (feature `floor`, the benchmark's build): hooks that decide
-//!   nothing, the native no-op and one-callout floors, in place of [`hooks`].
+//!   nothing, the native no-op, host-call and one-callout floors, in place of [`hooks`].
 //! - [`node`]: the node's background calls (settle batches, override polls)
 //!   on Envoy's main thread, ticked by a thread of the module's own.
 //!
@@ -40,6 +41,8 @@ pub mod floor;
 #[allow(unsafe_code)]
 pub mod hooks;
 pub mod host;
+#[allow(unsafe_code)]
+pub mod init;
 pub mod node;
 pub mod root;
 pub mod store;

@@ -6,11 +6,12 @@
 //! makes exactly one call per hook (counted at the upstream it calls) and
 //! passes the hook only after the answer; configured with `/v1/hit`, its
 //! one call per hook is a real hit on a real store and Redis, counted as
-//! answered only with a 200. Needs the release wasm of both
-//! (`scripts/test.sh` builds it).
+//! answered only with a 200. The native host-call floor (the module's
+//! floors' build) makes the same writes as the wasm one. Needs the release
+//! wasm of both and the native floors' build (`scripts/test.sh` builds them).
 
 use ankusa_testkit::access_log::{self, with_access_log};
-use ankusa_testkit::envoy::{Edge, EdgeSpec};
+use ankusa_testkit::envoy::{Edge, EdgeSpec, Shell};
 use ankusa_testkit::http::Response;
 use ankusa_testkit::ports::free_port;
 use ankusa_testkit::process::scratch_dir;
@@ -21,6 +22,7 @@ use ankusa_tests::edge_support::claim_key;
 use ankusa_tools::floors;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -175,13 +177,39 @@ fn the_host_call_floor_makes_a_node_hooks_writes_on_every_hook() {
     let swap = floors::floor(&spec, floors::NOOP).unwrap();
     let path = access.clone();
     let edge = Edge::start_with(spec, move |b| with_access_log(&swap(b), &path));
-    let answers = send_hooks(&edge);
-    assert_eq!(count(&seen, "/webhooks/gh"), HOOKS);
-    assert_eq!(edge.stat(floors::NOOP_REQUESTS), HOOKS as f64);
+    node_writes_on_every_hook(&edge, &seen, &access, floors::NOOP_REQUESTS);
+}
+
+/// The native host-call floor, (K): the same writes, through Envoy's
+/// dynamic modules filter (the floors' build of the module's crate).
+#[test]
+fn the_native_host_call_floor_makes_a_node_hooks_writes_on_every_hook() {
+    floors::native_floor_so().unwrap();
+    let (upstream, seen) = counting_upstream();
+    let config = serde_json::Value::String(floors::NODE_CALLS.to_string());
+    let mut spec = EdgeSpec::new("native-floor-calls", upstream, free_port(), config);
+    spec.shell = Shell::Native;
+    let access = scratch_dir("native-floor-calls-log").join("access.log");
+    let path = access.clone();
+    let edge = Edge::start_with(spec, move |b| {
+        with_access_log(&floors::native_floor(b), &path)
+    });
+    // The native floors count under the wasm floors' names, in their namespace.
+    let counter = format!("envoy_ankusa_{}", floors::NOOP_REQUESTS);
+    node_writes_on_every_hook(&edge, &seen, &access, &counter);
+}
+
+/// [`HOOKS`] hooks through `edge` each got a node hook's writes: four
+/// forwarded headers (at the upstream, `seen`), two RateLimit headers, the
+/// decision in the access log (`access`); and `counter` counted every one.
+fn node_writes_on_every_hook(edge: &Edge, seen: &Seen, access: &Path, counter: &str) {
+    let answers = send_hooks(edge);
+    assert_eq!(count(seen, "/webhooks/gh"), HOOKS);
+    assert_eq!(edge.stat(counter), HOOKS as f64, "{}", edge.log_tail());
     for name in FORWARDED {
         let forwarded = format!("/webhooks/gh {name}");
         assert_eq!(
-            count(&seen, &forwarded),
+            count(seen, &forwarded),
             HOOKS,
             "{name}\n{}",
             edge.log_tail()
@@ -194,10 +222,10 @@ fn the_host_call_floor_makes_a_node_hooks_writes_on_every_hook() {
     }
     // The decision set as filter state reaches the access log, line by line.
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut lines = access_log::lines(&access);
+    let mut lines = access_log::lines(access);
     while (lines.len() as u64) < HOOKS && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
-        lines = access_log::lines(&access);
+        lines = access_log::lines(access);
     }
     assert_eq!(lines.len() as u64, HOOKS, "{lines:?}");
     for line in &lines {

@@ -15,6 +15,8 @@
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::MapType;
 
+use crate::node_values::{DECISION, FORWARDED, RATE};
+
 /// The plugin configuration that selects this mode (text, or a JSON string).
 pub const MODE: &str = "node host calls";
 
@@ -29,28 +31,6 @@ const BUCKET: &str = "bench:node-bucket";
 /// A node bucket's size: format byte, two GCRA pairs of three u64s, the
 /// guest mask, and the tenant's name (`acme`).
 const BUCKET_BYTES: usize = 1 + 48 + 8 + 4;
-
-/// Values of a bench hook's forwarded headers, as long as the filter's.
-const FORWARDED: [(&str, &str); 4] = [
-    ("x-ankusa-hook-id", "018bcfe5-6800-7707-8707-070707070707"),
-    ("x-ankusa-tenant", "acme"),
-    ("x-ankusa-source", "gh"),
-    ("x-ankusa-event-key", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
-];
-
-/// The RateLimit headers of a forwarded hook under the bench's quota.
-const RATE: [(&str, &str); 2] = [
-    (
-        "ratelimit-policy",
-        "\"hooks\";q=1000000;w=1, \"bytes\";q=1048576;w=4",
-    ),
-    ("ratelimit", "\"hooks\";r=999999;t=0"),
-];
-
-/// A decision line as long as a forwarded node hook's.
-const DECISION: &str = "outcome=admitted shadow=false tenant=acme source=gh \
-    key=72d3162e-cc78-11e3-81ab-4c9367dc0958 hook=018bcfe5-6800-7707-8707-070707070707 \
-    rate_scope=node dedupe_scope=node decided=node store_us=- trace=-";
 
 /// Creates the bucket's key: a compare-and-swap needs a version to compare.
 pub fn configure() -> bool {

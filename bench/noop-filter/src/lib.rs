@@ -10,6 +10,7 @@
 //! other configuration is the plain no-op.
 
 mod calls;
+mod node_values;
 
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};

@@ -141,6 +141,12 @@ impl Hook {
         self.holds_claim() || !self.rate_headers.is_empty() || self.clears_receipt
     }
 
+    /// Whether a body chunk's size is read ([`Hook::on_body`]): the hook
+    /// waits for the body to decide, and was not refused already.
+    pub fn awaits_body(&self) -> bool {
+        self.awaiting_body && self.deferred.is_none()
+    }
+
     /// Whether a store call is in flight.
     pub fn calling(&self) -> bool {
         self.call.is_some()

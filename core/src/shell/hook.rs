@@ -182,9 +182,21 @@ impl<H: Host> Stream<H> {
         self.batching.run(host, &mut self.machine, step)
     }
 
-    /// A chunk of the request's body: `body_size` bytes buffered so far.
-    pub fn on_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Flow {
+    /// A chunk of the request's body: `body_size` gives the bytes buffered
+    /// so far, asked only when the machine waits for the body (a hook
+    /// decided on its headers costs the host no body call).
+    pub fn on_request_body(
+        &mut self,
+        body_size: impl FnOnce() -> usize,
+        end_of_stream: bool,
+    ) -> Flow {
         self.request_event(|machine, host| {
+            // Unread by a machine that doesn't wait for the body.
+            let body_size = if machine.awaits_body() {
+                body_size()
+            } else {
+                0
+            };
             machine.on_body(
                 &host.env(),
                 body_size as u64,

@@ -42,6 +42,9 @@ pub struct Fake {
     /// Schedulers made and deleted.
     pub schedulers_made: u32,
     pub schedulers_deleted: u32,
+    /// Every callback the module made into the fake, by name (without
+    /// `envoy_dynamic_module_callback_`), in order.
+    pub calls: Vec<&'static str>,
 }
 
 /// A callout as the module sent it.
@@ -79,12 +82,35 @@ pub fn with<R>(f: impl FnOnce(&mut Fake) -> R) -> R {
     FAKE.with(|fake| f(&mut fake.borrow_mut()))
 }
 
+/// The host calls of a node hook forwarded on its headers (a bench-edge
+/// hook: headers, a body, the upstream's answer), in order: what the
+/// module's hook makes and what the host-call floor ((K), `floor.rs`) makes
+/// in its place.
+pub const NODE_HOOK_CALLS: [&str; 10] = [
+    "http_get_headers_size",
+    "http_get_headers",
+    "http_set_filter_state_bytes",
+    "http_add_header",
+    "http_add_header",
+    "http_add_header",
+    "http_add_header",
+    "http_filter_config_increment_counter",
+    "http_set_header",
+    "http_set_header",
+];
+
+/// Notes a callback the module made.
+fn called(name: &'static str) {
+    with(|f| f.calls.push(name));
+}
+
 fn text(b: Buffer) -> String {
     // SAFETY: the module passes buffers that live for the call.
     String::from_utf8_lossy(unsafe { b.bytes() }).into_owned()
 }
 
 pub unsafe fn envoy_dynamic_module_callback_log(level: u32, message: Buffer) {
+    called("log");
     let message = text(message);
     with(|f| f.logs.push((level, message)));
 }
@@ -101,6 +127,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_get_headers_size(
     _filter: *mut c_void,
     kind: u32,
 ) -> usize {
+    called("http_get_headers_size");
     let panic = with(|f| std::mem::take(&mut f.panic_on_headers));
     if panic {
         panic!("the fake envoy panics on reading headers");
@@ -113,6 +140,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_get_headers(
     kind: u32,
     out: *mut Header,
 ) -> bool {
+    called("http_get_headers");
     FAKE.with(|fake| {
         let mut fake = fake.borrow_mut();
         for (i, (k, v)) in map(&mut fake, kind).iter().enumerate() {
@@ -146,6 +174,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_set_header(
     key: Buffer,
     value: Buffer,
 ) -> bool {
+    called("http_set_header");
     set(kind, key, value, true)
 }
 
@@ -155,6 +184,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_add_header(
     key: Buffer,
     value: Buffer,
 ) -> bool {
+    called("http_add_header");
     set(kind, key, value, false)
 }
 
@@ -166,6 +196,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_send_response(
     body: Buffer,
     _details: Buffer,
 ) {
+    called("http_send_response");
     let headers = std::slice::from_raw_parts(headers, headers_len)
         .iter()
         .map(|h| (text(h.key), text(h.value)))
@@ -186,6 +217,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_get_body_chunks_size(
     _filter: *mut c_void,
     kind: u32,
 ) -> usize {
+    called("http_get_body_chunks_size");
     with(|f| usize::from(!body_of(f, kind).is_empty()))
 }
 
@@ -194,6 +226,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_get_body_chunks(
     kind: u32,
     out: *mut Buffer,
 ) -> bool {
+    called("http_get_body_chunks");
     FAKE.with(|fake| {
         let fake = fake.borrow();
         *out = Buffer::of(body_of(&fake, kind));
@@ -204,10 +237,12 @@ pub unsafe fn envoy_dynamic_module_callback_http_get_body_chunks(
 pub unsafe fn envoy_dynamic_module_callback_http_received_buffered_request_body(
     _filter: *mut c_void,
 ) -> bool {
+    called("http_received_buffered_request_body");
     false
 }
 
 pub unsafe fn envoy_dynamic_module_callback_http_filter_continue_decoding(filter: *mut c_void) {
+    called("http_filter_continue_decoding");
     with(|f| {
         f.continued += 1;
         f.continued_on.push(filter as usize);
@@ -219,6 +254,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_set_filter_state_bytes(
     key: Buffer,
     value: Buffer,
 ) -> bool {
+    called("http_set_filter_state_bytes");
     let (key, value) = (text(key), value.bytes().to_vec());
     with(|f| f.filter_state.push((key, value)));
     true
@@ -252,6 +288,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_define_counter(
     _labels_len: usize,
     id: *mut usize,
 ) -> u32 {
+    called("http_filter_config_define_counter");
     define(0, name, id)
 }
 
@@ -262,6 +299,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_define_gauge(
     _labels_len: usize,
     id: *mut usize,
 ) -> u32 {
+    called("http_filter_config_define_gauge");
     define(1, name, id)
 }
 
@@ -272,6 +310,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_define_histogram(
     _labels_len: usize,
     id: *mut usize,
 ) -> u32 {
+    called("http_filter_config_define_histogram");
     define(2, name, id)
 }
 
@@ -282,6 +321,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_increment_counter
     _labels_len: usize,
     value: u64,
 ) -> u32 {
+    called("http_filter_config_increment_counter");
     write(id, value, true)
 }
 
@@ -292,6 +332,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_set_gauge(
     _labels_len: usize,
     value: u64,
 ) -> u32 {
+    called("http_filter_config_set_gauge");
     write(id, value, false)
 }
 
@@ -302,6 +343,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_record_histogram_
     _labels_len: usize,
     value: u64,
 ) -> u32 {
+    called("http_filter_config_record_histogram_value");
     write(id, value, false)
 }
 
@@ -354,6 +396,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_http_callout(
     body: Buffer,
     timeout_ms: u64,
 ) -> u32 {
+    called("http_filter_http_callout");
     callout(false, id, cluster, headers, headers_len, body, timeout_ms)
 }
 
@@ -366,6 +409,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_http_callout(
     body: Buffer,
     timeout_ms: u64,
 ) -> u32 {
+    called("http_filter_config_http_callout");
     callout(true, id, cluster, headers, headers_len, body, timeout_ms)
 }
 
@@ -375,6 +419,7 @@ const SCHEDULER: *mut c_void = 16 as *mut c_void;
 pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_new(
     _filter: *mut c_void,
 ) -> *mut c_void {
+    called("http_filter_scheduler_new");
     with(|f| f.schedulers_made += 1);
     SCHEDULER
 }
@@ -387,6 +432,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_commit(
     _scheduler: *mut c_void,
     event: u64,
 ) {
+    called("http_filter_scheduler_commit");
     with(|f| f.commits.push(event));
     COMMITS_ANY_THREAD
         .lock()
@@ -395,12 +441,14 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_commit(
 }
 
 pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_delete(_scheduler: *mut c_void) {
+    called("http_filter_scheduler_delete");
     with(|f| f.schedulers_deleted += 1);
 }
 
 pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_new(
     _config: *mut c_void,
 ) -> *mut c_void {
+    called("http_filter_config_scheduler_new");
     with(|f| f.schedulers_made += 1);
     SCHEDULER
 }
@@ -409,6 +457,7 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_commit(
     _scheduler: *mut c_void,
     event: u64,
 ) {
+    called("http_filter_config_scheduler_commit");
     // The background ticker commits from its own thread: this thread's fake
     // doesn't see those (the tests run the tick themselves).
     with(|f| f.config_commits.push(event));
@@ -417,5 +466,6 @@ pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_commit(
 pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_delete(
     _scheduler: *mut c_void,
 ) {
+    called("http_filter_config_scheduler_delete");
     with(|f| f.schedulers_deleted += 1);
 }

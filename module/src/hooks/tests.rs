@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::abi::fake::{self, Fake};
+use crate::init::envoy_dynamic_module_on_program_init;
 use std::ffi::CStr;
 
 const NODE: &str = r#"{"node":"edge-1",
@@ -210,4 +211,43 @@ fn a_body_arriving_in_chunks_is_read_whole_buffered_and_received() {
     envoy_dynamic_module_on_http_filter_stream_complete(ENVOY, filter);
     envoy_dynamic_module_on_http_filter_destroy(filter);
     envoy_dynamic_module_on_http_filter_config_destroy(config);
+}
+
+/// A node hook as bench-edge's (N) sends it: its host calls, in order.
+fn node_hook_calls() -> Vec<&'static str> {
+    let config = config(
+        r#"{"sources":{"gh":{"tenant":"counted","dedupe":"github"}},
+            "rate_limits":{"scope":"node","default":{"rate":1000000,"burst":1000000}},
+            "dedupe":{"scope":"node"}}"#,
+    );
+    assert!(!config.is_null());
+    reset(&[
+        (":authority", "edge"),
+        (":path", "/webhooks/gh"),
+        (":method", "POST"),
+        ("content-type", "application/json"),
+        ("content-length", "40"),
+        ("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+        ("x-intake-status", "201"),
+    ]);
+    let filter = envoy_dynamic_module_on_http_filter_new(config, ENVOY);
+    let headers = envoy_dynamic_module_on_http_filter_request_headers(ENVOY, filter, false);
+    fake::with(|f| f.received = br#"{"zen":"Design for failure.","n":100000}"#.to_vec());
+    let body = envoy_dynamic_module_on_http_filter_request_body(ENVOY, filter, true);
+    assert_eq!((headers, body), (HEADERS_CONTINUE, BODY_CONTINUE));
+    fake::with(|f| f.response = vec![(":status".into(), "201".into())]);
+    envoy_dynamic_module_on_http_filter_response_headers(ENVOY, filter, false);
+    envoy_dynamic_module_on_http_filter_stream_complete(ENVOY, filter);
+    envoy_dynamic_module_on_http_filter_destroy(filter);
+    assert!(decision().starts_with("outcome=admitted"), "{}", decision());
+    let calls = fake::with(|f| f.calls.clone());
+    envoy_dynamic_module_on_http_filter_config_destroy(config);
+    calls
+}
+
+/// The body of a hook decided on its headers is never read, nor its length
+/// asked for: a node hook makes the host-call floor's calls and no others.
+#[test]
+fn a_node_hook_makes_only_the_host_calls_it_needs() {
+    assert_eq!(node_hook_calls(), fake::NODE_HOOK_CALLS);
 }

@@ -72,3 +72,27 @@ pub fn floor(spec: &EdgeSpec, name: &str) -> Result<impl Fn(String) -> String, S
     swap_module(&probe, &module)?;
     Ok(move |b: String| swap_module(&b, &module).unwrap_or(b))
 }
+
+/// The native floors' build (`cargo build -p ankusa-module --profile
+/// release-floor --features floor`), copied beside the module as
+/// `libankusa_floor.so` (scripts/test.sh and scripts/bench-edge.sh do):
+/// Envoy loads a dynamic module by name.
+pub const NATIVE_FLOOR: &str = "ankusa_floor";
+
+/// The native shell's bootstrap loading the floors' build instead of the module.
+pub fn native_floor(bootstrap: String) -> String {
+    bootstrap.replace("name: ankusa_module", &format!("name: {NATIVE_FLOOR}"))
+}
+
+/// The native floors' build where Envoy finds it, or how to build it.
+pub fn native_floor_so() -> Result<PathBuf, String> {
+    let path = paths::target_dir().join(format!("release-native/lib{NATIVE_FLOOR}.so"));
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} is missing: run `cargo build -p ankusa-module --profile release-floor --features floor` and copy target/release-floor/libankusa_module.so there (scripts/test.sh and scripts/bench-edge.sh do)",
+            path.display()
+        ))
+    }
+}

@@ -6,6 +6,11 @@
 //!   host-call floor (the same host calls with fixed values, nothing decided);
 //! - fleet scopes, (c)/(h), ≤ 1.25 at 1 and 4 clients and ≤ 0.95 at 32: a
 //!   fleet hook beside the hit floor (one real store hit per hook).
+//!
+//! The native module's node goal, (N)/(M) ≤ 1.10 over the native no-op, is
+//! split the same way by the native host-call floor (K): (N)/(K), the hook
+//! beside its own host calls, and (K)/(M), the calls alone, with what the
+//! goal leaves the hook over the floor ([`native_floor_lines`]).
 
 /// One regression goal: the ratio (`num`)/(`den`) of Envoy CPU per hook.
 pub struct Goal {
@@ -59,9 +64,61 @@ pub fn print(clients: usize, ratio: impl Fn(char, char) -> Option<(f64, f64, f64
     }
 }
 
+/// The native node goal: (N)/(M) at most this.
+pub const NATIVE_NODE_GOAL: f64 = 1.10;
+
+/// The native floor's lines, from (N)/(K) and (K)/(M) (each `(r, lo, hi)`,
+/// either None when its variants didn't run): the hook beside its host
+/// calls, and the calls beside the no-op with what the goal leaves (N)/(K).
+pub fn native_floor_lines(
+    hook: Option<(f64, f64, f64)>,
+    calls: Option<(f64, f64, f64)>,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some((r, lo, hi)) = hook {
+        lines.push(format!(
+            "  native floor (N)/(K) {:<36} {r:>5.3}  [{lo:.2}–{hi:.2}]",
+            "native node / native host-call floor"
+        ));
+    }
+    if let Some((r, lo, hi)) = calls {
+        let left = NATIVE_NODE_GOAL / r;
+        lines.push(format!(
+            "  native floor (K)/(M) {:<36} {r:>5.3}  [{lo:.2}–{hi:.2}]  (N)/(M) ≤ {NATIVE_NODE_GOAL:.2} leaves (N)/(K) ≤ {left:.3}",
+            "native host-call floor / no-op"
+        ));
+    }
+    lines
+}
+
+/// Prints the native floor's lines whose variants ran.
+pub fn print_native_floor(ratio: impl Fn(char, char) -> Option<(f64, f64, f64)>) {
+    for line in native_floor_lines(ratio('N', 'K'), ratio('K', 'M')) {
+        println!("{line}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_native_floor_splits_the_node_goal_into_the_hook_and_its_calls() {
+        assert!(native_floor_lines(None, None).is_empty());
+        let lines = native_floor_lines(Some((1.05, 1.02, 1.07)), Some((1.10, 1.08, 1.12)));
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].contains("(N)/(K) native node / native host-call floor")
+                && lines[0].ends_with("1.050  [1.02–1.07]"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].contains("(K)/(M)") && lines[1].ends_with("leaves (N)/(K) ≤ 1.000"),
+            "{}",
+            lines[1]
+        );
+    }
 
     #[test]
     fn each_goal_is_read_at_its_load() {

@@ -337,6 +337,7 @@ pub fn print_mode(title: &str, clients: usize, rows: &[(&Variant, &Tally)]) {
         }
     }
     super::regression::print(clients, ratio);
+    super::regression::print_native_floor(ratio);
     for (a, b, what) in CONTEXT {
         if let Some((r, lo, hi)) = ratio(a, b) {
             println!("        ({a})/({b}) {what:<40} {r:>5.2}  [{lo:.2}–{hi:.2}]");

@@ -149,6 +149,12 @@ pub fn variants() -> Vec<Variant> {
         ..v(key, name, module, config.clone(), false, false)
     };
     let native_noop = native('M', "native no-op module", Module::Noop, &Value::Null);
+    let native_calls = native(
+        'K',
+        "native host-call floor",
+        Module::NodeCalls,
+        &Value::Null,
+    );
     let native_callout = native(
         'G',
         "native one-callout floor",
@@ -251,6 +257,7 @@ pub fn variants() -> Vec<Variant> {
         native_node,
         native_verified,
         native_noop,
+        native_calls,
         native_callout,
         native_fleet,
         native_direct,
@@ -305,11 +312,15 @@ pub fn spawn(
         }
         Module::Noop if variant.native => {
             spec.filter_config = Value::String(String::new());
-            Ok(Edge::spawn_with(spec, native_floor))
+            Ok(Edge::spawn_with(spec, floors::native_floor))
+        }
+        Module::NodeCalls if variant.native => {
+            spec.filter_config = Value::String(floors::NODE_CALLS.to_string());
+            Ok(Edge::spawn_with(spec, floors::native_floor))
         }
         Module::Callout if variant.native => {
             spec.filter_config = Value::String(CALLOUT_TARGET.to_string());
-            Ok(Edge::spawn_with(spec, native_floor))
+            Ok(Edge::spawn_with(spec, floors::native_floor))
         }
         Module::Noop => floors::spawn(spec, floors::NOOP),
         Module::NodeCalls => {
@@ -325,15 +336,6 @@ pub fn spawn(
             floors::spawn(spec, floors::CALLOUT)
         }
     }
-}
-
-/// The native floors' build (`--profile release-floor --features floor`), as
-/// scripts/bench-edge.sh copies it beside the module: Envoy loads it by name.
-pub const NATIVE_FLOOR: &str = "ankusa_floor";
-
-/// The native shell's bootstrap loading the floors' build instead of the module.
-fn native_floor(bootstrap: String) -> String {
-    bootstrap.replace("name: ankusa_module", &format!("name: {NATIVE_FLOOR}"))
 }
 
 const ROUTER: &str = "- name: envoy.filters.http.router";
@@ -428,7 +430,7 @@ mod tests {
     fn the_native_floors_and_fleet_variant_are_the_wasm_ones_run_natively() {
         let v = variants();
         let get = |k: char| v.iter().find(|x| x.key == k).unwrap();
-        for (native, wasm) in [('M', 'n'), ('G', 'f'), ('F', 'c')] {
+        for (native, wasm) in [('M', 'n'), ('K', 'k'), ('G', 'f'), ('F', 'c')] {
             assert!(get(native).native && !get(wasm).native);
             assert_eq!(get(native).module, get(wasm).module);
             assert_eq!(get(native).config, get(wasm).config);
@@ -439,7 +441,7 @@ mod tests {
         assert_eq!(get('H').config, get('F').config);
         assert!(get('H').hits_store());
         assert_eq!(
-            native_floor("name: ankusa_module\n".into()),
+            floors::native_floor("name: ankusa_module\n".into()),
             "name: ankusa_floor\n"
         );
     }
@@ -533,7 +535,7 @@ mod tests {
         }
         assert_eq!(open, fleet);
         let keys: String = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, "alnkfhbdcopBCNDMGFH");
+        assert_eq!(keys, "alnkfhbdcopBCNDMKGFH");
         let peer = get('p');
         assert!(peer.module == Module::Peer && !peer.needs_store() && !peer.hits_store());
     }
