@@ -1,6 +1,7 @@
 //! `GET /v1/claims` and `POST /v1/claims/release`: an operator lists the
 //! pending claims a node made and releases them (see [`crate::claims`]).
 
+use super::release::release_each;
 use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::claims::{cursor_text, ClaimsQuery, Pending, ReleaseRequest, SCAN_COUNT};
 use crate::errors::StoreError;
@@ -46,23 +47,18 @@ pub async fn release(shared: &Shared, req: Request<Incoming>) -> Result<Reply, S
     let asked: ReleaseRequest =
         read_json(shared, req, super::MAX_BODY_BYTES, "claims release").await?;
     asked.check().map_err(StoreError::BadRequest)?;
+    let calls = asked
+        .claims
+        .iter()
+        .map(|c| (c.redis_key(), c.value()))
+        .collect();
     let backend = Arc::clone(&shared.backend);
-    let released = within(shared, "claims_release", budget, async move {
-        let mut conn = backend.conn()?;
-        let mut released = 0u64;
-        for claim in &asked.claims {
-            let done: u64 = backend
-                .scripts
-                .claims_release
-                .key(claim.redis_key())
-                .arg(claim.value())
-                .invoke_async(&mut conn)
-                .await
-                .map_err(|e| StoreError::from_redis(&e))?;
-            released += done;
-        }
-        Ok((released, asked.claims.len() as u64 - released))
-    })
+    let released = within(
+        shared,
+        "claims_release",
+        budget,
+        release_each(backend, |s| &s.claims_release, calls),
+    )
     .await?;
     count(shared, "claims_release", "ok");
     Ok(json(

@@ -2,6 +2,7 @@
 //! commits a node made without a verified receipt and removes them (see
 //! [`crate::commits`]).
 
+use super::release::release_each;
 use super::{budget, count, json, read_json, within, Reply, Shared};
 use crate::claims::{cursor_text, ClaimsQuery, SCAN_COUNT};
 use crate::commits::{self, ReleaseRequest, Unproven};
@@ -47,24 +48,21 @@ pub async fn release(shared: &Shared, req: Request<Incoming>) -> Result<Reply, S
     let asked: ReleaseRequest =
         read_json(shared, req, super::MAX_BODY_BYTES, "commits release").await?;
     asked.check().map_err(StoreError::BadRequest)?;
+    let calls = asked
+        .commits
+        .iter()
+        .map(|c| {
+            let (keys, args) = c.release_call();
+            (keys.to_vec(), args.to_vec())
+        })
+        .collect();
     let backend = Arc::clone(&shared.backend);
-    let released = within(shared, "commits_release", budget, async move {
-        let mut conn = backend.conn()?;
-        let mut released = 0u64;
-        for commit in &asked.commits {
-            let (keys, args) = commit.release_call();
-            let done: u64 = backend
-                .scripts
-                .commits_release
-                .key(&keys[..])
-                .arg(&args[..])
-                .invoke_async(&mut conn)
-                .await
-                .map_err(|e| StoreError::from_redis(&e))?;
-            released += done;
-        }
-        Ok((released, asked.commits.len() as u64 - released))
-    })
+    let released = within(
+        shared,
+        "commits_release",
+        budget,
+        release_each(backend, |s| &s.commits_release, calls),
+    )
     .await?;
     count(shared, "commits_release", "ok");
     Ok(json(

@@ -7,6 +7,7 @@ pub mod hit;
 mod hits;
 mod nodes;
 mod overrides;
+mod release;
 mod reset;
 mod settle;
 
